@@ -1,0 +1,208 @@
+// Command relay runs a sharerelay pipeline.
+//
+//	relay run -c configs/<pipeline>.yaml [--instance NAME]
+//	relay validate <file>...
+//	relay demo
+//
+// run stops cleanly on SIGTERM or SIGINT: it stops polling, lets the batch in
+// flight commit or abort, releases whatever was not committed, leaves the
+// share group and exits 0. A second signal exits at once with status 130.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/demo"
+	"github.com/sharerelay/sharerelay/metrics"
+	"github.com/sharerelay/sharerelay/relay"
+)
+
+const usage = `usage:
+  relay run -c <pipeline.yaml> [--instance NAME] [--log-level info]
+  relay validate <pipeline.yaml>...
+  relay demo
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(args[1:], stderr)
+	case "validate":
+		return cmdValidate(args[1:], stdout, stderr)
+	case "demo":
+		return cmdDemo(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "relay: unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+}
+
+// signalContext returns a context cancelled by the first SIGTERM/SIGINT; a
+// second one exits the process at once.
+func signalContext(log *slog.Logger) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		s, ok := <-sigs
+		if !ok {
+			return
+		}
+		log.Info("signal received; finishing the batches in flight (send again to exit at once)", "signal", s.String())
+		cancel()
+		if s, ok = <-sigs; ok {
+			log.Error("second signal; exiting at once", "signal", s.String())
+			os.Exit(130)
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); close(sigs); cancel() }
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+func cmdRun(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("c", "", "pipeline config file (YAML)")
+	instance := fs.String("instance", "", "this instance's stable name (default $RELAY_INSTANCE, else the host name)")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *cfgPath == "" {
+		fmt.Fprintln(stderr, "relay run: -c <pipeline.yaml> is required")
+		return 2
+	}
+	log, err := newLogger(stderr, *level)
+	if err != nil {
+		fmt.Fprintln(stderr, "relay run:", err)
+		return 2
+	}
+	p, err := config.Load(*cfgPath)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if *instance == "" {
+		*instance = os.Getenv("RELAY_INSTANCE")
+	}
+	if *instance == "" {
+		if *instance, err = os.Hostname(); err != nil {
+			fmt.Fprintln(stderr, "relay run: --instance not set and no host name:", err)
+			return 2
+		}
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var srv *metrics.Server
+	if p.Metrics.Listen != "" {
+		if srv, err = metrics.Listen(p.Metrics.Listen, reg); err != nil {
+			fmt.Fprintln(stderr, "relay run:", err)
+			return 1
+		}
+		log.Info("serving /metrics, /healthz, /readyz", "addr", srv.Addr())
+	}
+	r, err := relay.New(relay.Options{
+		Pipeline: p, Instance: *instance, Registerer: reg, Logger: log,
+		OnReady: func() {
+			if srv != nil {
+				srv.SetReady(true)
+			}
+		},
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+
+	ctx, stop := signalContext(log)
+	defer stop()
+	g, gctx := errgroup.WithContext(ctx)
+	relayDone := make(chan struct{})
+	g.Go(func() error {
+		defer close(relayDone)
+		return r.Run(gctx)
+	})
+	if srv != nil {
+		g.Go(func() error {
+			sctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() { <-relayDone; cancel() }()
+			return srv.Serve(sctx)
+		})
+	}
+	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("relay failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func cmdValidate(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "relay validate: give one or more pipeline files")
+		return 2
+	}
+	status := 0
+	for _, path := range args {
+		if _, err := config.Load(path); err != nil {
+			fmt.Fprintln(stderr, err)
+			status = 1
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: ok\n", path)
+	}
+	return status
+}
+
+func cmdDemo(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	level := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log, err := newLogger(stderr, *level)
+	if err != nil {
+		fmt.Fprintln(stderr, "relay demo:", err)
+		return 2
+	}
+	ctx, stop := signalContext(log)
+	defer stop()
+	if err := demo.Run(ctx, stdout, log); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	return 0
+}

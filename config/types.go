@@ -1,0 +1,105 @@
+package config
+
+import (
+	"time"
+
+	"github.com/sharerelay/sharerelay/transform"
+)
+
+// Delivery guarantees a pipeline can ask for.
+const (
+	AtLeastOnce = "at-least-once"
+	ExactlyOnce = "exactly-once"
+)
+
+// Pipeline is one relay pipeline, as declared in a YAML file. Load decodes,
+// interpolates, defaults and validates it in one place; every other package
+// can trust its values.
+type Pipeline struct {
+	// Name identifies the pipeline; it prefixes transactional ids and
+	// names the default ledger topic. Required; [a-zA-Z0-9._-]+.
+	Name string `yaml:"name" json:"name"`
+	// Brokers are the seed brokers. Required.
+	Brokers []string `yaml:"brokers" json:"brokers"`
+	// Delivery is "exactly-once" (default) or "at-least-once".
+	Delivery string `yaml:"delivery" json:"delivery"`
+	// Workers is the number of workers in this process (default 1). Each
+	// has its own share consumer and transactional producer.
+	Workers int `yaml:"workers" json:"workers"`
+
+	Source     Source           `yaml:"source" json:"source"`
+	Output     Output           `yaml:"output" json:"output"`
+	DeadLetter DeadLetter       `yaml:"dead_letter" json:"dead_letter"`
+	Batch      Batch            `yaml:"batch" json:"batch"`
+	Transforms []transform.Spec `yaml:"transforms" json:"transforms"`
+	Metrics    Metrics          `yaml:"metrics" json:"metrics"`
+	Ledger     Ledger           `yaml:"ledger" json:"ledger"`
+}
+
+// Source is where records come from: one or more topics read through a
+// share group.
+type Source struct {
+	Topics []string `yaml:"topics" json:"topics"`
+	// Group is the share group id. Default "<name>".
+	Group string `yaml:"group" json:"group"`
+	// AutoOffsetReset is the group's share.auto.offset.reset: "earliest"
+	// or "latest" (default "earliest": a new pipeline processes what is
+	// already in the topic).
+	AutoOffsetReset string `yaml:"auto_offset_reset" json:"auto_offset_reset"`
+	// IsolationLevel is the group's share.isolation.level:
+	// "read_committed" (default) or "read_uncommitted".
+	IsolationLevel string `yaml:"isolation_level" json:"isolation_level"`
+	// ManageGroupConfig: when true (default) the relay sets the two
+	// group configs above with IncrementalAlterConfigs at start.
+	ManageGroupConfig *bool `yaml:"manage_group_config" json:"manage_group_config"`
+	// GroupConfigs are further share-group configs the relay sets with
+	// the two above, e.g. share.record.lock.duration.ms or
+	// share.delivery.count.limit. Keys must start with "share.".
+	GroupConfigs map[string]string `yaml:"group_configs" json:"group_configs"`
+}
+
+// Output is where transformed records go.
+type Output struct {
+	// Topic is the default output topic (a route transform may choose
+	// another). Required.
+	Topic string `yaml:"topic" json:"topic"`
+	// TransactionTimeout is the producer's transaction timeout (default
+	// 10s). Exactly-once needs it below the share lock duration.
+	TransactionTimeout time.Duration `yaml:"transaction_timeout" json:"transaction_timeout"`
+}
+
+// DeadLetter configures the dead-letter topic.
+type DeadLetter struct {
+	// Topic is required.
+	Topic string `yaml:"topic" json:"topic"`
+	// MaxAttempts is the number of deliveries a record gets before a
+	// retryable failure dead-letters it. 0 (default) means one less than
+	// the group's effective share.delivery.count.limit read from the
+	// broker, keeping the broker's last delivery as a spare for a crash
+	// during the last attempt.
+	MaxAttempts int `yaml:"max_attempts" json:"max_attempts"`
+}
+
+// Batch bounds one poll → transaction → ack cycle.
+type Batch struct {
+	// MaxRecords is the most records polled per batch (default 500).
+	MaxRecords int `yaml:"max_records" json:"max_records"`
+	// PollTimeout bounds one poll (default 1s); an empty poll just loops.
+	PollTimeout time.Duration `yaml:"poll_timeout" json:"poll_timeout"`
+}
+
+// Metrics configures the HTTP endpoint for /metrics, /healthz and /readyz.
+type Metrics struct {
+	// Listen is host:port; empty disables the endpoint.
+	Listen string `yaml:"listen" json:"listen"`
+}
+
+// Ledger configures the exactly-once claim ledger (delivery: exactly-once).
+type Ledger struct {
+	// Topic defaults to "<name>.ledger".
+	Topic string `yaml:"topic" json:"topic"`
+	// Generation starts a fresh ledger generation when raised: claims of
+	// older generations are ignored. Raise it after resetting the share
+	// group's offsets to reprocess data (default 0).
+	Generation int `yaml:"generation" json:"generation"`
+}

@@ -1,0 +1,69 @@
+package eos
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Source identifies one source record: the coordinates its outputs carry in
+// their sharerelay.source.* headers. TopicID distinguishes a topic from a
+// deleted and recreated one of the same name (whose offsets restart at 0).
+type Source struct {
+	Topic     string
+	TopicID   [16]byte
+	Partition int32
+	Offset    int64
+}
+
+// Tx is the part of a worker's open transaction a Guard may use.
+type Tx interface {
+	// Produce writes records into the open transaction and waits for
+	// their acknowledgement.
+	Produce(ctx context.Context, recs ...*kgo.Record) error
+	// ProducerID returns the producer id and epoch of the transaction.
+	ProducerID(ctx context.Context) (int64, int16, error)
+	// TransactionalID returns the producer's transactional id.
+	TransactionalID() string
+}
+
+// Guard is one worker's handle on the delivery protocol. The worker calls it
+// at three points of every batch:
+//
+//  1. Committed, before transforming: records already committed by an
+//     earlier transaction are accepted without producing anything.
+//  2. Claim, inside the open transaction after the outputs were produced and
+//     before the commit: the Guard records the claim and says which records
+//     an earlier transaction has committed meanwhile; if any, the worker
+//     aborts, accepts those and redoes the rest.
+//  3. Resolve, when the commit's outcome is unknown: the Guard decides
+//     whether the transaction committed. It never guesses.
+//
+// A Guard is used by one worker goroutine at a time.
+type Guard interface {
+	Committed(srcs []Source) []bool
+	Claim(ctx context.Context, tx Tx, srcs []Source) (conflicts []bool, err error)
+	Resolve(ctx context.Context) (committed bool, err error)
+	// Close releases the Guard's resources.
+	Close()
+}
+
+// AtLeastOnce is the Guard of delivery: at-least-once. It claims nothing,
+// so a record whose lock expires while its transaction commits, or whose
+// acknowledgement is lost after the commit, is processed again: outputs may
+// be duplicated, never lost. An unknown commit outcome is treated as "not
+// committed" (the record is released), which is what makes it at-least-once.
+type AtLeastOnce struct{}
+
+// Committed reports nothing as committed.
+func (AtLeastOnce) Committed(srcs []Source) []bool { return make([]bool, len(srcs)) }
+
+// Claim claims nothing and reports no conflict.
+func (AtLeastOnce) Claim(context.Context, Tx, []Source) ([]bool, error) { return nil, nil }
+
+// Resolve reports "not committed": the records are released and may be
+// duplicated.
+func (AtLeastOnce) Resolve(context.Context) (bool, error) { return false, nil }
+
+// Close does nothing.
+func (AtLeastOnce) Close() {}

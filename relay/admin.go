@@ -1,0 +1,220 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Share-group configs the relay depends on (KIP-932 group configs).
+const (
+	GroupAutoOffsetReset    = "share.auto.offset.reset"
+	GroupIsolationLevel     = "share.isolation.level"
+	GroupDeliveryCountLimit = "share.delivery.count.limit"
+	GroupLockDuration       = "share.record.lock.duration.ms"
+
+	brokerDeliveryCountLimit = "group.share.delivery.count.limit"
+	brokerLockDuration       = "group.share.record.lock.duration.ms"
+	defaultDeliveryLimit     = 5
+	defaultLockDurationMs    = 30000
+)
+
+// SetGroupConfigs sets the share group's configs with IncrementalAlterConfigs
+// on the GROUP resource (kadm has no helper for that resource type).
+func SetGroupConfigs(ctx context.Context, cl *kgo.Client, group string, cfgs map[string]string) error {
+	if len(cfgs) == 0 {
+		return nil
+	}
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType = kmsg.ConfigResourceTypeGroupConfig
+	res.ResourceName = group
+	keys := make([]string, 0, len(cfgs))
+	for k := range cfgs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name = k
+		v := cfgs[k]
+		c.Value = &v
+		c.Op = kmsg.IncrementalAlterConfigOpSet
+		res.Configs = append(res.Configs, c)
+	}
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("setting configs of share group %s: %w", group, err)
+	}
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			msg := ""
+			if r.ErrorMessage != nil {
+				msg = ": " + *r.ErrorMessage
+			}
+			return fmt.Errorf("setting configs of share group %s: %w%s", group, err, msg)
+		}
+	}
+	return nil
+}
+
+// describeGroupConfig returns the share group's config values as the broker
+// reports them (defaults included on real brokers).
+func describeGroupConfig(ctx context.Context, cl *kgo.Client, group string) (map[string]string, error) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType = kmsg.ConfigResourceTypeGroupConfig
+	res.ResourceName = group
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("describing configs of share group %s: %w", group, err)
+	}
+	out := make(map[string]string)
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return nil, fmt.Errorf("describing configs of share group %s: %w", group, err)
+		}
+		for _, c := range r.Configs {
+			if c.Value != nil {
+				out[c.Name] = *c.Value
+			}
+		}
+	}
+	return out, nil
+}
+
+// brokerConfig returns the broker-level values of names, from any broker.
+func brokerConfig(ctx context.Context, adm *kadm.Client, names ...string) (map[string]string, error) {
+	rcs, err := adm.DescribeBrokerConfigs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("describing broker configs: %w", err)
+	}
+	out := make(map[string]string)
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			continue
+		}
+		for _, c := range rc.Configs {
+			for _, n := range names {
+				if c.Key == n && c.Value != nil {
+					out[n] = *c.Value
+				}
+			}
+		}
+		if len(out) == len(names) {
+			break
+		}
+	}
+	return out, nil
+}
+
+// ShareLimits are the share-group settings the worker loop depends on.
+type ShareLimits struct {
+	// DeliveryCountLimit is the group's effective delivery limit: the
+	// broker archives a record after this many deliveries.
+	DeliveryCountLimit int
+	// LockDurationMs is the group's effective acquisition lock duration.
+	LockDurationMs int
+	// From says where the values came from ("group", "broker", "default").
+	From string
+}
+
+// EffectiveShareLimits reads the group's effective delivery count limit and
+// lock duration: the group config when the broker reports one, otherwise
+// the broker's group.share.* default, otherwise Kafka's default.
+func EffectiveShareLimits(ctx context.Context, cl *kgo.Client, group string) (ShareLimits, error) {
+	l := ShareLimits{DeliveryCountLimit: defaultDeliveryLimit, LockDurationMs: defaultLockDurationMs, From: "default"}
+	gc, gerr := describeGroupConfig(ctx, cl, group)
+	bc, berr := brokerConfig(ctx, kadm.NewClient(cl), brokerDeliveryCountLimit, brokerLockDuration)
+	if gerr != nil && berr != nil {
+		return l, errors.Join(gerr, berr)
+	}
+	pick := func(groupKey, brokerKey string, dst *int) {
+		if v, err := strconv.Atoi(gc[groupKey]); err == nil && v > 0 {
+			*dst, l.From = v, "group"
+			return
+		}
+		if v, err := strconv.Atoi(bc[brokerKey]); err == nil && v > 0 {
+			*dst = v
+			if l.From == "default" {
+				l.From = "broker"
+			}
+		}
+	}
+	pick(GroupDeliveryCountLimit, brokerDeliveryCountLimit, &l.DeliveryCountLimit)
+	pick(GroupLockDuration, brokerLockDuration, &l.LockDurationMs)
+	return l, nil
+}
+
+// ShareGroupLag returns, per topic and partition, the records the share
+// group has not finished: the broker's reported lag when it has one,
+// otherwise end offset minus share-partition start offset.
+func ShareGroupLag(ctx context.Context, adm *kadm.Client, group string, topics ...string) (map[string]map[int32]int64, error) {
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("listing end offsets of %v: %w", topics, err)
+	}
+	desc, err := adm.DescribeShareGroupOffsets(ctx, group)
+	if err != nil {
+		return nil, fmt.Errorf("describing share group %s offsets: %w", group, err)
+	}
+	d := desc[group]
+	if d.Err != nil {
+		return nil, fmt.Errorf("describing share group %s offsets: %w", group, d.Err)
+	}
+	out := make(map[string]map[int32]int64)
+	ends.Each(func(o kadm.ListedOffset) {
+		if out[o.Topic] == nil {
+			out[o.Topic] = make(map[int32]int64)
+		}
+		lag := o.Offset // nothing consumed yet
+		if so, ok := d.Offsets[o.Topic][o.Partition]; ok && so.Err == nil && so.StartOffset >= 0 {
+			lag = o.Offset - so.StartOffset
+			if so.Lag >= 0 {
+				lag = so.Lag
+			}
+		}
+		out[o.Topic][o.Partition] = lag
+	})
+	return out, nil
+}
+
+// TotalLag sums a ShareGroupLag result.
+func TotalLag(lag map[string]map[int32]int64) int64 {
+	var n int64
+	for _, ps := range lag {
+		for _, l := range ps {
+			n += l
+		}
+	}
+	return n
+}
+
+// checkTopics returns an error naming every topic in names that does not
+// exist.
+func checkTopics(ctx context.Context, adm *kadm.Client, names []string) (map[string]kadm.TopicDetail, error) {
+	td, err := adm.ListTopics(ctx, names...)
+	if err != nil {
+		return nil, fmt.Errorf("looking up topics %v: %w", names, err)
+	}
+	var missing []string
+	for _, n := range names {
+		d, ok := td[n]
+		if !ok || d.Err != nil {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("topics do not exist (create them first): %v", missing)
+	}
+	return td, nil
+}

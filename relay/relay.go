@@ -1,0 +1,331 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/eos"
+	"github.com/sharerelay/sharerelay/metrics"
+	"github.com/sharerelay/sharerelay/transform"
+	"github.com/sharerelay/sharerelay/txn"
+)
+
+// Options configures a Relay.
+type Options struct {
+	// Pipeline is the validated pipeline (config.Load). Required.
+	Pipeline *config.Pipeline
+	// Instance names this process among the pipeline's instances. It is
+	// part of every worker's transactional id, so it must be stable across
+	// restarts of "the same" instance (a restart then fences its zombie)
+	// and unique among instances running at once. Required.
+	Instance string
+	// Registerer receives the metrics; nil means a private registry.
+	Registerer prometheus.Registerer
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// Chain, when set, replaces the chain built from Pipeline.Transforms:
+	// for embedding the relay with transforms written in Go.
+	Chain *transform.Chain
+	// ClientOpts are added to every Kafka client the relay creates (for
+	// example a dialer for fault injection, or TLS/SASL).
+	ClientOpts []kgo.Opt
+	// NewGuard returns the delivery protocol of worker i; nil chooses by
+	// Pipeline.Delivery.
+	NewGuard func(ctx context.Context, worker int, txnID string) (eos.Guard, error)
+	// OnReady is called once the start-up checks passed and every worker
+	// has its clients.
+	OnReady func()
+}
+
+// Relay runs one pipeline in this process.
+type Relay struct {
+	opts    Options
+	p       *config.Pipeline
+	chain   *transform.Chain
+	m       *metrics.Metrics
+	log     *slog.Logger
+	limits  ShareLimits
+	attempt int32
+}
+
+// New validates opts and builds the transform chain. It does not touch
+// Kafka.
+func New(opts Options) (*Relay, error) {
+	if opts.Pipeline == nil {
+		return nil, errors.New("relay: Options.Pipeline is required")
+	}
+	if opts.Instance == "" {
+		return nil, errors.New("relay: Options.Instance is required")
+	}
+	if strings.ContainsAny(opts.Instance, " \t\n") {
+		return nil, fmt.Errorf("relay: instance %q must not contain spaces", opts.Instance)
+	}
+	chain := opts.Chain
+	if chain == nil {
+		var err error
+		if chain, err = transform.Build(opts.Pipeline.Transforms); err != nil {
+			return nil, fmt.Errorf("relay: pipeline %s: %w", opts.Pipeline.Name, err)
+		}
+	}
+	reg := opts.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("pipeline", opts.Pipeline.Name, "instance", opts.Instance)
+	return &Relay{
+		opts:  opts,
+		p:     opts.Pipeline,
+		chain: chain,
+		m:     metrics.New(reg, opts.Pipeline.Name),
+		log:   log,
+	}, nil
+}
+
+// Metrics returns the relay's metrics.
+func (r *Relay) Metrics() *metrics.Metrics { return r.m }
+
+// TransactionalID returns the transactional id of worker i of this instance:
+// stable per pipeline, instance and worker.
+func (r *Relay) TransactionalID(i int) string {
+	return fmt.Sprintf("sharerelay-%s-%s-%d", r.p.Name, r.opts.Instance, i)
+}
+
+func (r *Relay) clientOpts(extra ...kgo.Opt) []kgo.Opt {
+	opts := append([]kgo.Opt{kgo.SeedBrokers(r.p.Brokers...)}, r.opts.ClientOpts...)
+	return append(opts, extra...)
+}
+
+// Run checks the cluster, sets the share group's configs, starts the workers
+// and blocks until ctx is cancelled and every worker has finished its batch
+// in flight, acknowledged it, and left the group. It returns an error if the
+// start-up checks fail or a worker has to stop (fenced).
+func (r *Relay) Run(ctx context.Context) error {
+	topicIDs, err := r.prepare(ctx)
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	var ready sync.WaitGroup
+	ready.Add(r.p.Workers)
+	for i := 0; i < r.p.Workers; i++ {
+		g.Go(func() error { return r.runWorker(gctx, i, topicIDs, ready.Done) })
+	}
+	readyC := make(chan struct{})
+	go func() { ready.Wait(); close(readyC) }()
+	select {
+	case <-readyC:
+		r.log.Info("relay running", "workers", r.p.Workers)
+		if r.opts.OnReady != nil {
+			r.opts.OnReady()
+		}
+	case <-gctx.Done():
+	}
+	err = g.Wait()
+	r.log.Info("relay stopped", "err", err)
+	return err
+}
+
+// prepare runs the start-up checks: topics exist, the share group's configs
+// are set, and the delivery limits are known.
+func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
+	cl, err := kgo.NewClient(r.clientOpts()...)
+	if err != nil {
+		return nil, fmt.Errorf("relay: creating admin client: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+
+	names := append([]string{}, r.p.Source.Topics...)
+	names = append(names, r.p.Output.Topic, r.p.DeadLetter.Topic)
+	for _, s := range r.p.Transforms {
+		for _, t := range s.Routes {
+			names = append(names, t)
+		}
+		if s.Default != "" {
+			names = append(names, s.Default)
+		}
+	}
+	td, err := checkTopics(ctx, adm, dedupe(names))
+	if err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	ids := make(map[string][16]byte)
+	for _, t := range r.p.Source.Topics {
+		ids[t] = td[t].ID
+	}
+
+	if r.p.Source.ManageGroupConfig == nil || *r.p.Source.ManageGroupConfig {
+		cfgs := map[string]string{
+			GroupAutoOffsetReset: r.p.Source.AutoOffsetReset,
+			GroupIsolationLevel:  r.p.Source.IsolationLevel,
+		}
+		for k, v := range r.p.Source.GroupConfigs {
+			cfgs[k] = v
+		}
+		if err := SetGroupConfigs(ctx, cl, r.p.Source.Group, cfgs); err != nil {
+			return nil, fmt.Errorf("relay: %w", err)
+		}
+		r.log.Info("share group configs set", "group", r.p.Source.Group, "configs", cfgs)
+	} else {
+		r.log.Info("share group configs left alone (source.manage_group_config: false)", "group", r.p.Source.Group)
+	}
+
+	r.limits, err = EffectiveShareLimits(ctx, cl, r.p.Source.Group)
+	if err != nil {
+		r.log.Warn("could not read the share group's delivery limit; assuming Kafka's default", "limit", r.limits.DeliveryCountLimit, "err", err)
+	}
+	r.attempt = int32(r.p.DeadLetter.MaxAttempts)
+	if r.attempt == 0 {
+		// Keep the broker's last delivery as a spare: a crash during
+		// the last attempt then still gets one more delivery, which
+		// dead-letters the record instead of the broker archiving it.
+		r.attempt = int32(max(1, r.limits.DeliveryCountLimit-1))
+	}
+	if int(r.attempt) >= r.limits.DeliveryCountLimit {
+		r.log.Warn("dead_letter.max_attempts leaves no spare delivery: a crash during the last attempt lets the broker archive the record without a dead letter",
+			"max_attempts", r.attempt, "delivery_count_limit", r.limits.DeliveryCountLimit)
+	}
+	r.log.Info("delivery limits", "delivery_count_limit", r.limits.DeliveryCountLimit, "from", r.limits.From,
+		"max_attempts", r.attempt, "lock_duration_ms", r.limits.LockDurationMs, "delivery", r.p.Delivery)
+	if r.p.Delivery == config.ExactlyOnce && r.p.Output.TransactionTimeout >= time.Duration(r.limits.LockDurationMs)*time.Millisecond {
+		r.log.Warn("output.transaction_timeout is not below the share lock duration: a crashed worker's claim may outlive the lock of the records it blocks",
+			"transaction_timeout", r.p.Output.TransactionTimeout, "lock_duration_ms", r.limits.LockDurationMs)
+	}
+	return ids, nil
+}
+
+// runWorker creates worker i's clients, runs its loop, and tears it down:
+// acknowledgements flushed, group left, clients closed.
+func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]byte, ready func()) error {
+	label := strconv.Itoa(i)
+	log := r.log.With("worker", i)
+	txnID := r.TransactionalID(i)
+
+	prod, err := retryStart(ctx, log, "transactional producer", func() (*txn.Producer, error) {
+		return txn.New(ctx, txn.Config{
+			Seeds:              r.p.Brokers,
+			TransactionalID:    txnID,
+			TransactionTimeout: r.p.Output.TransactionTimeout,
+			ClientID:           txnID,
+			Extra:              r.opts.ClientOpts,
+		})
+	})
+	if err != nil {
+		ready()
+		return err
+	}
+	defer prod.Close()
+
+	newGuard := r.opts.NewGuard
+	if newGuard == nil {
+		newGuard = r.defaultGuard
+	}
+	guard, err := newGuard(ctx, i, txnID)
+	if err != nil {
+		ready()
+		return fmt.Errorf("relay: worker %d: %w", i, err)
+	}
+	defer guard.Close()
+
+	cons, err := kgo.NewClient(r.clientOpts(
+		kgo.ClientID(txnID),
+		kgo.ShareGroup(r.p.Source.Group),
+		kgo.ConsumeTopics(r.p.Source.Topics...),
+		kgo.ShareMaxRecords(int32(r.p.Batch.MaxRecords)),
+		kgo.ShareAckCallback(func(_ *kgo.Client, res kgo.ShareAckResults) {
+			for _, a := range res {
+				if a.Err != nil {
+					r.m.AckErrors.WithLabelValues(label).Inc()
+					log.Warn("share acknowledgement failed (the record will be delivered again)", "topic", a.Topic, "partition", a.Partition, "err", a.Err)
+				}
+			}
+		}),
+	)...)
+	if err != nil {
+		ready()
+		return fmt.Errorf("relay: worker %d: creating share consumer: %w", i, err)
+	}
+	w := &worker{
+		id: i, label: label, pipeline: r.p.Name,
+		outputTopic: r.p.Output.Topic, dlqTopic: r.p.DeadLetter.Topic,
+		maxAttempts: r.attempt, txnTimeout: r.p.Output.TransactionTimeout, pollTimeout: r.p.Batch.PollTimeout,
+		topicIDs: topicIDs,
+		src: &shareSource{cl: cons, max: r.p.Batch.MaxRecords, onUnresolved: func(n int) {
+			r.m.InvariantBreaks.Add(float64(n))
+		}},
+		prod: prod, guard: guard, chain: r.chain, m: r.m, log: log, now: time.Now,
+	}
+	ready()
+	log.Info("worker started", "transactional_id", txnID)
+	runErr := w.run(ctx)
+
+	// Teardown: every batch is acknowledged by now; send the
+	// acknowledgements, then leave the group (which releases anything
+	// the client still buffers).
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := cons.FlushAcks(fctx); err != nil {
+		log.Warn("flushing acknowledgements at shutdown", "err", err)
+	}
+	if err := cons.LeaveGroupContext(fctx); err != nil {
+		log.Warn("leaving the share group", "err", err)
+	}
+	cons.Close()
+	log.Info("worker stopped", "err", runErr)
+	return runErr
+}
+
+func (r *Relay) defaultGuard(ctx context.Context, _ int, _ string) (eos.Guard, error) {
+	switch r.p.Delivery {
+	case config.AtLeastOnce:
+		return eos.AtLeastOnce{}, nil
+	default:
+		return nil, fmt.Errorf("delivery %q is not available in this build; use %q", r.p.Delivery, config.AtLeastOnce)
+	}
+}
+
+// retryStart calls start until it succeeds or ctx ends, so a relay started
+// while the broker is restarting waits for it instead of exiting.
+func retryStart[T any](ctx context.Context, log *slog.Logger, what string, start func() (T, error)) (T, error) {
+	backoff := 250 * time.Millisecond
+	for {
+		v, err := start()
+		if err == nil {
+			return v, nil
+		}
+		if errors.Is(err, txn.ErrFenced) || ctx.Err() != nil {
+			return v, fmt.Errorf("relay: starting %s: %w", what, err)
+		}
+		log.Warn("starting "+what+" failed; retrying", "err", err, "backoff", backoff)
+		sleepCtx(ctx, backoff)
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func dedupe(ss []string) []string {
+	seen := make(map[string]bool, len(ss))
+	out := ss[:0:0]
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

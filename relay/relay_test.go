@@ -1,0 +1,294 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+
+	"github.com/sharerelay/sharerelay/audit"
+	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/internal/failpoint"
+	"github.com/sharerelay/sharerelay/lineage"
+	"github.com/sharerelay/sharerelay/transform"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeCluster starts kfake with the topics the tests' pipeline uses.
+func fakeCluster(t *testing.T) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(
+		kfake.NumBrokers(1),
+		kfake.SeedTopics(2, "orders", "jobs"),
+		kfake.SeedTopics(1, "jobs.dlq"),
+		kfake.BrokerConfigs(map[string]string{"group.share.heartbeat.interval.ms": "200"}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func pipeline(t *testing.T, c *kfake.Cluster, extra string) *config.Pipeline {
+	t.Helper()
+	y := fmt.Sprintf(`
+name: test
+brokers: [%q]
+delivery: at-least-once
+workers: 2
+source: {topics: [orders], group: g}
+output: {topic: jobs}
+dead_letter: {topic: jobs.dlq}
+batch: {max_records: 20, poll_timeout: 200ms}
+%s`, c.ListenAddrs()[0], extra)
+	p, err := config.Parse("test.yaml", []byte(y), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func seedOrders(t *testing.T, c *kfake.Cluster, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i := 1; i <= n; i++ {
+		recs = append(recs, &kgo.Record{Topic: "orders", Key: strconv.AppendInt(nil, int64(i), 10), Value: fmt.Appendf(nil, `{"order_id":%d}`, i)})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runUntil runs the relay until outputs+dead letters reach want (or 20s),
+// stops it, and returns the tallies.
+func runUntil(t *testing.T, r *Relay, c *kfake.Cluster, want int) (jobs, dlq audit.Tally) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	seeds := []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var err1, err2 error
+		jobs, err1 = audit.ReadCommitted(ctx, seeds, "jobs")
+		dlq, err2 = audit.ReadCommitted(ctx, seeds, "jobs.dlq")
+		if err := errors.Join(err1, err2); err != nil {
+			t.Fatal(err)
+		}
+		if jobs.Records+dlq.Records >= want || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("relay stopped early: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run returned %v after cancel, want nil", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return within 20s of cancel")
+	}
+	return jobs, dlq
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestAPollAfterAnUnresolvedBatchReleasesItInsteadOfAcceptingIt(t *testing.T) {
+	c := fakeCluster(t)
+	seedOrders(t, c, 10)
+	cfgCl, _ := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err := SetGroupConfigs(context.Background(), cfgCl, "g", map[string]string{GroupAutoOffsetReset: "earliest"}); err != nil {
+		t.Fatal(err)
+	}
+	cfgCl.Close()
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ShareGroup("g"), kgo.ConsumeTopics("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var unresolved int
+	src := &shareSource{cl: cl, max: 100, onUnresolved: func(n int) { unresolved += n }}
+
+	seen := map[int64]int32{} // offset key → highest delivery count, per partition folded in
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	// First poll(s): take records and decide nothing about them.
+	first := 0
+	for first == 0 && ctx.Err() == nil {
+		b, _ := src.poll(ctx)
+		first = b.len()
+	}
+	// The next poll must release them (franz-go alone would accept them).
+	var redelivered int
+	for redelivered < first && ctx.Err() == nil {
+		b, err := src.poll(ctx)
+		if unresolved == 0 {
+			t.Fatalf("the safety net did not fire; err = %v", err)
+		}
+		for i, r := range b.recs {
+			key := int64(r.Partition)<<40 | r.Offset
+			if r.DeliveryCount() > seen[key] {
+				seen[key] = r.DeliveryCount()
+			}
+			if r.DeliveryCount() >= 2 {
+				redelivered++
+			}
+			b.set(i, kgo.AckAccept)
+		}
+	}
+	if redelivered < first {
+		t.Fatalf("%d of the %d unresolved records came back; the rest were accepted without being processed", redelivered, first)
+	}
+}
+
+// TestFranzGoAutoAcceptsAnUnresolvedBatch shows the hazard the shareSource
+// exists for, so that the test above can fail: with the raw client, records
+// left undecided are accepted by the next poll and never come back.
+func TestFranzGoAutoAcceptsAnUnresolvedBatch(t *testing.T) {
+	c := fakeCluster(t)
+	seedOrders(t, c, 10)
+	cfgCl, _ := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err := SetGroupConfigs(context.Background(), cfgCl, "g", map[string]string{GroupAutoOffsetReset: "earliest"}); err != nil {
+		t.Fatal(err)
+	}
+	cfgCl.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ShareGroup("g"), kgo.ConsumeTopics("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got := 0
+	for got == 0 && ctx.Err() == nil {
+		got = len(cl.PollRecords(ctx, 100).Records())
+	}
+	pctx, pcancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer pcancel()
+	back := 0
+	for pctx.Err() == nil {
+		back += len(cl.PollRecords(pctx, 100).Records())
+	}
+	if back != 0 {
+		t.Fatalf("franz-go redelivered %d records; the auto-accept hazard is gone and shareSource's safety net can be revisited", back)
+	}
+}
+
+func TestTheRelayCopiesEveryRecordOnceWithLineageHeaders(t *testing.T) {
+	c := fakeCluster(t)
+	seedOrders(t, c, 200)
+	reg := prometheus.NewRegistry()
+	r, err := New(Options{Pipeline: pipeline(t, c, `transforms: [{type: set, field: status, value: packing}]`), Instance: "t", Registerer: reg, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, dlq := runUntil(t, r, c, 200)
+	if jobs.Records != 200 || len(jobs.BySource) != 200 || jobs.Unlabelled != 0 || dlq.Records != 0 {
+		t.Fatalf("jobs %d (unique %d, unlabelled %d), dead letters %d; want 200 unique labelled jobs and no dead letter",
+			jobs.Records, len(jobs.BySource), jobs.Unlabelled, dlq.Records)
+	}
+	if v := testutil.ToFloat64(r.Metrics().InvariantBreaks); v != 0 {
+		t.Fatalf("invariant violations = %v", v)
+	}
+}
+
+func TestAPanickingTransformDeadLettersOnlyThatRecord(t *testing.T) {
+	c := fakeCluster(t)
+	seedOrders(t, c, 50)
+	chain := transform.NewChain().Add("0:boom", transform.Func(func(_ context.Context, r *transform.Record) ([]*transform.Record, error) {
+		if string(r.Key) == "13" {
+			panic("unlucky order")
+		}
+		return []*transform.Record{r}, nil
+	}))
+	r, err := New(Options{Pipeline: pipeline(t, c, ""), Instance: "t", Chain: chain, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, dlq := runUntil(t, r, c, 50)
+	if jobs.Records != 49 || dlq.Records != 1 {
+		t.Fatalf("jobs %d, dead letters %d; want 49 and 1", jobs.Records, dlq.Records)
+	}
+	// The dead letter says why, and keeps the original record.
+	cl, _ := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics("jobs.dlq"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	recs := cl.PollFetches(ctx).Records()
+	if len(recs) != 1 {
+		t.Fatalf("read %d dead letters", len(recs))
+	}
+	h := map[string]string{}
+	for _, x := range recs[0].Headers {
+		h[x.Key] = string(x.Value)
+	}
+	if string(recs[0].Key) != "13" || h[lineage.HeaderDLQErrorClass] != "panic" || h[lineage.HeaderDLQStep] != "0:boom" ||
+		h[lineage.HeaderDLQKind] != lineage.DLQKindPermanent || h[lineage.HeaderDLQPipeline] != "test" || h[lineage.HeaderSourceTopic] != "orders" {
+		t.Fatalf("dead letter key %q headers %v", recs[0].Key, h)
+	}
+}
+
+func TestAnAbortedTransactionReleasesItsRecordsAndTheyAreCopiedLater(t *testing.T) {
+	c := fakeCluster(t)
+	seedOrders(t, c, 100)
+	if err := failpoint.Enable(failpoint.BeforeCommit + "=error@1"); err != nil {
+		t.Fatal(err)
+	}
+	defer failpoint.Disable()
+	r, err := New(Options{Pipeline: pipeline(t, c, ""), Instance: "t", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, _ := runUntil(t, r, c, 100)
+	if jobs.Records != 100 || len(jobs.BySource) != 100 {
+		t.Fatalf("jobs %d (unique %d), want 100 unique", jobs.Records, len(jobs.BySource))
+	}
+	m := r.Metrics()
+	if v := testutil.ToFloat64(m.Transactions.WithLabelValues("0", "aborted")) + testutil.ToFloat64(m.Transactions.WithLabelValues("1", "aborted")); v != 1 {
+		t.Fatalf("aborted transactions = %v, want 1", v)
+	}
+	if v := testutil.ToFloat64(m.Redeliveries.WithLabelValues("0")) + testutil.ToFloat64(m.Redeliveries.WithLabelValues("1")); v < 1 {
+		t.Fatalf("redeliveries = %v: the aborted batch's records were not released and delivered again", v)
+	}
+}
+
+func TestRetryableFailuresAreDeadLetteredOnTheLastAttempt(t *testing.T) {
+	c := fakeCluster(t)
+	seedOrders(t, c, 30)
+	// kfake's delivery limit is 5, so the default max attempts is 4.
+	r, err := New(Options{Pipeline: pipeline(t, c, `transforms: [{type: fail, kind: retry, reason: flaky, when: {field: order_id, modulo: 10, remainder: 0}}]`), Instance: "t", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, dlq := runUntil(t, r, c, 30)
+	if jobs.Records != 27 || dlq.Records != 3 {
+		t.Fatalf("jobs %d, dead letters %d; want 27 and 3", jobs.Records, dlq.Records)
+	}
+	if v := testutil.ToFloat64(r.Metrics().Redeliveries.WithLabelValues("0")) + testutil.ToFloat64(r.Metrics().Redeliveries.WithLabelValues("1")); v != 9 {
+		t.Fatalf("redeliveries = %v, want 9 (3 records × deliveries 2..4)", v)
+	}
+}

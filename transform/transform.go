@@ -1,0 +1,225 @@
+package transform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+)
+
+// Header is one record header. Keys may repeat, as in Kafka.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Source describes the share-group delivery a record came from. Transforms
+// may read it (for example to fail only on a first delivery) but must not
+// rely on DeliveryCount for correctness: the broker does not persist it at
+// acquisition, so it can restart at 1 after a broker restart.
+type Source struct {
+	Topic         string
+	Partition     int32
+	Offset        int64
+	DeliveryCount int32
+	Timestamp     time.Time
+}
+
+// Record is the unit a Transform works on. Topic is the output topic; empty
+// means the pipeline's default output topic. Source is copied unchanged to
+// every record a transform derives from this one.
+type Record struct {
+	Topic   string
+	Key     []byte
+	Value   []byte
+	Headers []Header
+	Source  Source
+}
+
+// Clone returns a deep copy of r, for transforms that fan out.
+func (r *Record) Clone() *Record {
+	c := *r
+	c.Key = cloneBytes(r.Key)
+	c.Value = cloneBytes(r.Value)
+	if r.Headers != nil {
+		c.Headers = make([]Header, len(r.Headers))
+		for i, h := range r.Headers {
+			c.Headers[i] = Header{Key: h.Key, Value: cloneBytes(h.Value)}
+		}
+	}
+	return &c
+}
+
+// Header returns the value of the last header named key and whether it
+// exists.
+func (r *Record) Header(key string) ([]byte, bool) {
+	for i := len(r.Headers) - 1; i >= 0; i-- {
+		if r.Headers[i].Key == key {
+			return r.Headers[i].Value, true
+		}
+	}
+	return nil, false
+}
+
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+// Transform processes one record. It returns the records to produce (none
+// means "filtered"), or an error classified with Retry or Permanent. A
+// Transform may modify r in place and return it.
+//
+// Transforms must be safe for concurrent use by several workers and must not
+// have side effects outside the returned records: the relay may run a record
+// more than once (a redelivery), and only the produced records are covered by
+// its delivery guarantee.
+type Transform interface {
+	Apply(ctx context.Context, r *Record) ([]*Record, error)
+}
+
+// Func adapts a function to a Transform.
+type Func func(ctx context.Context, r *Record) ([]*Record, error)
+
+// Apply calls f.
+func (f Func) Apply(ctx context.Context, r *Record) ([]*Record, error) { return f(ctx, r) }
+
+// Kind says what the relay does with a record whose transform failed.
+type Kind int
+
+const (
+	// KindRetry releases the record for another delivery; on the last
+	// allowed attempt it is dead-lettered instead.
+	KindRetry Kind = iota
+	// KindPermanent dead-letters the record at once.
+	KindPermanent
+)
+
+func (k Kind) String() string {
+	if k == KindPermanent {
+		return "permanent"
+	}
+	return "retry"
+}
+
+// Error is a classified transform failure.
+type Error struct {
+	Kind Kind
+	// Class is a short machine-readable name for the failure ("panic",
+	// "fail", "json", or a transform-chosen word). It ends up in the
+	// dead-letter headers.
+	Class string
+	// Step names the transform in the chain that failed, e.g. "2:set".
+	Step string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	msg := e.Class
+	if e.Err != nil {
+		msg = e.Err.Error()
+	}
+	if e.Step != "" {
+		return fmt.Sprintf("transform %s: %s", e.Step, msg)
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Retry marks err as retryable: the record is released and delivered again.
+func Retry(class string, err error) error {
+	return &Error{Kind: KindRetry, Class: class, Err: err}
+}
+
+// Permanent marks err as permanent: the record goes to the dead-letter
+// topic without further attempts.
+func Permanent(class string, err error) error {
+	return &Error{Kind: KindPermanent, Class: class, Err: err}
+}
+
+// Classify returns the classified form of err. Unclassified errors are
+// retryable with class "error"; context cancellation is retryable too, so
+// that a record interrupted by shutdown is released, never dead-lettered.
+// Classify(nil) is nil.
+func Classify(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Kind: KindRetry, Class: "error", Err: err}
+}
+
+// Chain applies transforms in order: every record a step returns is fed to
+// the next step. A step that returns no records ends that branch (filtered).
+type Chain struct {
+	steps []step
+}
+
+type step struct {
+	name string
+	t    Transform
+}
+
+// NewChain builds a chain from named steps; names are used in errors.
+func NewChain() *Chain { return &Chain{} }
+
+// Add appends a step named name.
+func (c *Chain) Add(name string, t Transform) *Chain {
+	c.steps = append(c.steps, step{name: name, t: t})
+	return c
+}
+
+// Len returns the number of steps.
+func (c *Chain) Len() int { return len(c.steps) }
+
+// Apply runs the chain on r. A panic in any step is recovered and returned
+// as a permanent error of class "panic" that names the step.
+func (c *Chain) Apply(ctx context.Context, r *Record) ([]*Record, error) {
+	cur := []*Record{r}
+	for _, s := range c.steps {
+		var next []*Record
+		for _, in := range cur {
+			out, err := safeApply(ctx, s, in)
+			if err != nil {
+				e := Classify(err)
+				ce := *e
+				if ce.Step == "" {
+					ce.Step = s.name
+				}
+				return nil, &ce
+			}
+			if len(cur) == 1 {
+				next = out // the common 1:1 case: no copy
+			} else {
+				next = append(next, out...)
+			}
+		}
+		cur = next
+		if len(cur) == 0 {
+			return nil, nil
+		}
+	}
+	return cur, nil
+}
+
+func safeApply(ctx context.Context, s step, r *Record) (out []*Record, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &Error{
+				Kind:  KindPermanent,
+				Class: "panic",
+				Step:  s.name,
+				Err:   fmt.Errorf("panic: %v\n%s", p, debug.Stack()),
+			}
+			out = nil
+		}
+	}()
+	return s.t.Apply(ctx, r)
+}

@@ -1,0 +1,219 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Outcome is what is known about a transaction after EndTxn.
+type Outcome int
+
+const (
+	// Committed: the coordinator confirmed the commit.
+	Committed Outcome = iota
+	// NotCommitted: the transaction is certainly not committed (it was
+	// aborted, or the commit was never attempted).
+	NotCommitted
+	// Unknown: the commit request was sent but its answer was lost; the
+	// transaction may or may not have committed. The producer has been
+	// healed (its epoch bumped, which aborts the transaction if it was
+	// still open), so it is safe to begin a new one.
+	Unknown
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Committed:
+		return "committed"
+	case NotCommitted:
+		return "not-committed"
+	default:
+		return "unknown"
+	}
+}
+
+// ErrFenced means a newer producer with the same transactional id exists:
+// this worker is a zombie and must stop.
+var ErrFenced = errors.New("producer fenced by a newer instance with the same transactional id")
+
+// Config configures a Producer.
+type Config struct {
+	// Seeds are the seed brokers.
+	Seeds []string
+	// TransactionalID must be stable per pipeline, instance and worker,
+	// so a restarted instance fences its predecessor.
+	TransactionalID string
+	// TransactionTimeout is the coordinator's timeout for an open
+	// transaction; after it the coordinator aborts it.
+	TransactionTimeout time.Duration
+	// ClientID is reported to brokers.
+	ClientID string
+	// Extra options, e.g. a dialer for fault injection or a logger. They
+	// are applied before the options this package enforces, so they
+	// cannot weaken acks or idempotence.
+	Extra []kgo.Opt
+}
+
+// Producer is a transactional producer. Begin, Produce and End must be
+// called from one goroutine.
+type Producer struct {
+	cl    *kgo.Client
+	txnID string
+}
+
+// New creates a Producer and initialises its producer id, which fences any
+// older producer with the same transactional id.
+func New(ctx context.Context, cfg Config) (*Producer, error) {
+	if cfg.TransactionalID == "" {
+		return nil, errors.New("txn: transactional id is required")
+	}
+	opts := append([]kgo.Opt{}, cfg.Extra...)
+	opts = append(opts,
+		kgo.SeedBrokers(cfg.Seeds...),
+		kgo.TransactionalID(cfg.TransactionalID),
+		kgo.TransactionTimeout(cfg.TransactionTimeout),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0),
+		kgo.RecordRetries(10), // bounded: a stuck produce must fail the txn, not hang it
+	)
+	if cfg.ClientID != "" {
+		opts = append(opts, kgo.ClientID(cfg.ClientID))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("txn: creating producer %s: %w", cfg.TransactionalID, err)
+	}
+	p := &Producer{cl: cl, txnID: cfg.TransactionalID}
+	if _, _, err := p.ProducerID(ctx); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Client returns the underlying client, for metadata and admin requests
+// made on the producer's connections.
+func (p *Producer) Client() *kgo.Client { return p.cl }
+
+// TransactionalID returns the producer's transactional id.
+func (p *Producer) TransactionalID() string { return p.txnID }
+
+// ProducerID returns the current producer id and epoch, initialising them
+// if needed.
+func (p *Producer) ProducerID(ctx context.Context) (int64, int16, error) {
+	id, epoch, err := p.cl.ProducerID(ctx)
+	if err != nil {
+		if isFenced(err) {
+			return 0, 0, fmt.Errorf("txn: %s: %w: %w", p.txnID, ErrFenced, err)
+		}
+		return 0, 0, fmt.Errorf("txn: initialising producer id for %s: %w", p.txnID, err)
+	}
+	return id, epoch, nil
+}
+
+// Begin starts a transaction.
+func (p *Producer) Begin() error {
+	if err := p.cl.BeginTransaction(); err != nil {
+		if isFenced(err) {
+			return fmt.Errorf("txn: begin: %w: %w", ErrFenced, err)
+		}
+		return fmt.Errorf("txn: begin: %w", err)
+	}
+	return nil
+}
+
+// Produce writes recs in the open transaction and waits until every one is
+// acknowledged by the broker (acks=all). It returns the first error; the
+// transaction must then be aborted.
+func (p *Producer) Produce(ctx context.Context, recs ...*kgo.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	wg.Add(len(recs))
+	for _, r := range recs {
+		p.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = fmt.Errorf("producing to %s: %w", r.Topic, err)
+				}
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	if first != nil && isFenced(first) {
+		return fmt.Errorf("txn: %w: %w", ErrFenced, first)
+	}
+	return first
+}
+
+// Commit flushes and commits the open transaction and reports what is known
+// of its outcome. Whenever the outcome is not Committed the producer is left
+// ready for a new transaction (aborted or healed), unless the error wraps
+// ErrFenced.
+func (p *Producer) Commit(ctx context.Context) (Outcome, error) {
+	if err := p.cl.Flush(ctx); err != nil {
+		return NotCommitted, errors.Join(fmt.Errorf("txn: flush before commit: %w", err), p.Abort(ctx))
+	}
+	err := p.cl.EndTransaction(ctx, kgo.TryCommit)
+	if err == nil {
+		return Committed, nil
+	}
+	switch {
+	case isFenced(err):
+		return NotCommitted, fmt.Errorf("txn: commit: %w: %w", ErrFenced, err)
+	case errors.Is(err, kerr.OperationNotAttempted), errors.Is(err, kerr.TransactionAbortable):
+		return NotCommitted, errors.Join(fmt.Errorf("txn: commit not attempted: %w", err), p.Abort(ctx))
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) && !ke.Retriable && ke.Code != kerr.UnknownServerError.Code {
+		// A definitive answer from the coordinator that is not a
+		// commit: the transaction did not commit.
+		return NotCommitted, errors.Join(fmt.Errorf("txn: commit refused: %w", err), p.Abort(ctx))
+	}
+	// The answer was lost (transport error, timeout, UNKNOWN_SERVER_ERROR).
+	// franz-go's documented recovery is TryAbort, which re-initialises the
+	// producer id: the epoch bump aborts the transaction if it is still
+	// open, and is harmless if it committed.
+	if aerr := p.cl.EndTransaction(ctx, kgo.TryAbort); aerr != nil && isFenced(aerr) {
+		return Unknown, fmt.Errorf("txn: commit outcome unknown: %w; %w: %w", err, ErrFenced, aerr)
+	}
+	return Unknown, fmt.Errorf("txn: commit outcome unknown: %w", err)
+}
+
+// Abort aborts the open transaction, dropping records not yet sent.
+func (p *Producer) Abort(ctx context.Context) error {
+	if err := p.cl.AbortBufferedRecords(ctx); err != nil {
+		return fmt.Errorf("txn: dropping buffered records: %w", err)
+	}
+	if err := p.cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		if isFenced(err) {
+			return fmt.Errorf("txn: abort: %w: %w", ErrFenced, err)
+		}
+		return fmt.Errorf("txn: abort: %w", err)
+	}
+	return nil
+}
+
+// Close closes the client. An open transaction is left to the coordinator's
+// timeout (or to the next producer with the same id, which aborts it).
+func (p *Producer) Close() { p.cl.Close() }
+
+func isFenced(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) ||
+		errors.Is(err, kerr.InvalidProducerEpoch) ||
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
+}
