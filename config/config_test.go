@@ -1,0 +1,408 @@
+package config_test
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/configs"
+	"github.com/sharerelay/sharerelay/transform"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.bad.yml.err from the errors Parse reports")
+
+// testEnv is the fixed environment the testdata files are parsed with, so
+// that the machine's environment cannot change the results.
+func testEnv(name string) (string, bool) {
+	v, ok := map[string]string{
+		"RELAY_TEST_BROKERS": "kafka-1:9092, kafka-2:9092",
+		"RELAY_TEST_WORKERS": "8",
+		"RELAY_TEST_EMPTY":   "",
+	}[name]
+	return v, ok
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// goodFiles holds what each testdata/*.good.yml decodes to.
+var goodFiles = map[string]*config.Pipeline{
+	"minimal.good.yml": {
+		Name:     "orders-to-jobs",
+		Brokers:  []string{"localhost:9092"},
+		Delivery: config.ExactlyOnce,
+		Workers:  1,
+		Source: config.Source{
+			Topics:            []string{"orders"},
+			Group:             "orders-to-jobs",
+			AutoOffsetReset:   "earliest",
+			IsolationLevel:    "read_committed",
+			ManageGroupConfig: ptr(true),
+		},
+		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
+		DeadLetter: config.DeadLetter{Topic: "jobs.dlq"},
+		Batch:      config.Batch{MaxRecords: 500, PollTimeout: time.Second},
+		Ledger:     config.Ledger{Topic: "orders-to-jobs.ledger"},
+	},
+	"full.good.yml": {
+		Name:     "full_pipeline-1.0",
+		Brokers:  []string{"kafka-1:9092", "[::1]:9093"},
+		Delivery: config.AtLeastOnce,
+		Workers:  256,
+		Source: config.Source{
+			Topics:            []string{"orders.eu", "orders.us"},
+			Group:             "packers",
+			AutoOffsetReset:   "latest",
+			IsolationLevel:    "read_uncommitted",
+			ManageGroupConfig: ptr(false),
+			GroupConfigs: map[string]string{
+				"share.record.lock.duration.ms": "45000",
+				"share.delivery.count.limit":    "6",
+			},
+		},
+		Output:     config.Output{Topic: "jobs", TransactionTimeout: 90 * time.Second},
+		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", MaxAttempts: 10},
+		Batch:      config.Batch{MaxRecords: 10000, PollTimeout: 250 * time.Millisecond},
+		Transforms: []transform.Spec{
+			{Type: "set", Name: "mark", Field: "meta.source", Value: map[string]any{
+				"system": "booknest", "tags": []any{"a", 1, true}, "none": nil,
+			}},
+			{Type: "rename", Field: "id", To: "order.id"},
+			{Type: "remove", Field: "internal", When: &transform.Condition{Header: "x-debug", Exists: ptr(true)}},
+			{Type: "header", Header: "job-type", Value: "packing"},
+			{Type: "filter", Action: "keep", When: &transform.Condition{Field: "status", In: []string{"paid", "refunded"}}},
+			{Type: "route", Field: "region", Routes: map[string]string{"eu": "jobs.eu", "us": "jobs.us"}, Default: "jobs.other"},
+			{Type: "fail", Kind: "retry", Reason: "printer jam", When: &transform.Condition{
+				Field: "order.id", Modulo: 7, Remainder: 3, MinDeliveryCount: 2, MaxDeliveryCount: 3,
+			}},
+			{Type: "delay", Duration: 5 * time.Millisecond, When: &transform.Condition{Field: "size", Equals: ptr("big")}},
+		},
+		Metrics: config.Metrics{Listen: ":9464"},
+		Ledger:  config.Ledger{Topic: "full.claims", Generation: 3},
+	},
+	"env.good.yml": {
+		Name:     "env-pipeline",
+		Brokers:  []string{"kafka-1:9092", "kafka-2:9092"},
+		Delivery: config.ExactlyOnce,
+		Workers:  8,
+		Source: config.Source{
+			Topics:            []string{"orders"},
+			Group:             "fallback",
+			AutoOffsetReset:   "earliest",
+			IsolationLevel:    "read_committed",
+			ManageGroupConfig: ptr(true),
+		},
+		Output:     config.Output{Topic: "jobs", TransactionTimeout: 20 * time.Second},
+		DeadLetter: config.DeadLetter{Topic: "jobs.dlq"},
+		Batch:      config.Batch{MaxRecords: 500, PollTimeout: time.Second},
+		Transforms: []transform.Spec{
+			{Type: "set", Field: "template", Value: "${NOT_A_VARIABLE} costs $5"},
+			{Type: "header", Header: "x-env", Value: 8},
+		},
+		Ledger: config.Ledger{Topic: "env-pipeline.ledger"},
+	},
+	"anchors.good.yml": {
+		Name:     "anchors",
+		Brokers:  []string{"localhost:9092"},
+		Delivery: config.ExactlyOnce,
+		Workers:  1,
+		Source: config.Source{
+			Topics:            []string{"orders"},
+			Group:             "anchors",
+			AutoOffsetReset:   "earliest",
+			IsolationLevel:    "read_committed",
+			ManageGroupConfig: ptr(true),
+		},
+		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
+		DeadLetter: config.DeadLetter{Topic: "jobs.dlq"},
+		Batch:      config.Batch{MaxRecords: 500, PollTimeout: time.Second},
+		Transforms: []transform.Spec{
+			{Type: "fail", Kind: "retry", Reason: "printer jam", When: &transform.Condition{Field: "order_id", Modulo: 7}},
+			{Type: "fail", Kind: "retry", Reason: "paper out", When: &transform.Condition{Field: "order_id", Modulo: 7, Remainder: 1}},
+		},
+		Ledger: config.Ledger{Topic: "anchors.ledger"},
+	},
+}
+
+func TestEveryGoodFileParsesToItsExpectedPipeline(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.good.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		if goodFiles[filepath.Base(file)] == nil {
+			t.Errorf("%s has no expected pipeline in goodFiles", file)
+		}
+	}
+	for name, want := range goodFiles {
+		t.Run(name, func(t *testing.T) {
+			file := filepath.Join("testdata", name)
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := config.Parse(file, data, testEnv)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			assertPipeline(t, got, want)
+		})
+	}
+}
+
+func TestEveryBadFileReportsExactlyTheErrorsInItsGoldenFile(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.bad.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no testdata/*.bad.yml files")
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := config.Parse(file, data, testEnv)
+			if err == nil {
+				t.Fatalf("Parse succeeded, want errors; got %+v", p)
+			}
+			if p != nil {
+				t.Errorf("Parse returned a pipeline along with its error")
+			}
+			var errs config.Errors
+			if !errors.As(err, &errs) {
+				t.Fatalf("error %T is not a config.Errors: %v", err, err)
+			}
+			for _, e := range errs {
+				if e.File != file {
+					t.Errorf("error %q names file %q, want %q", e, e.File, file)
+				}
+			}
+			if !slices.IsSortedFunc(errs, func(a, b config.Error) int {
+				if a.Line != b.Line {
+					return a.Line - b.Line
+				}
+				return a.Col - b.Col
+			}) {
+				t.Errorf("errors are not in file order:\n%v", err)
+			}
+			got := err.Error() + "\n"
+			golden := file + ".err"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("errors differ from %s (run go test -update after checking them)\ngot:\n%s\nwant:\n%s", golden, got, want)
+			}
+		})
+	}
+}
+
+func TestShippedBookNestPipelineLoadsWithItsDefaults(t *testing.T) {
+	// Set but empty, the variables fall back to the file's defaults.
+	t.Setenv("KAFKA_BOOTSTRAP_SERVERS", "")
+	t.Setenv("RELAY_METRICS_ADDR", "")
+	got, err := config.Load("../configs/booknest-packing.yaml")
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	assertPipeline(t, got, bookNest([]string{"127.0.0.1:9092"}, "127.0.0.1:9464"))
+}
+
+func TestEmbeddedBookNestPipelineReadsTheEnvironment(t *testing.T) {
+	env := func(name string) (string, bool) {
+		v, ok := map[string]string{
+			"KAFKA_BOOTSTRAP_SERVERS": "kafka-1:9092,kafka-2:9092",
+			"RELAY_METRICS_ADDR":      "0.0.0.0:9100",
+		}[name]
+		return v, ok
+	}
+	got, err := config.Parse(configs.BookNestFile, configs.BookNest(), env)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	assertPipeline(t, got, bookNest([]string{"kafka-1:9092", "kafka-2:9092"}, "0.0.0.0:9100"))
+
+	onDisk, err := os.ReadFile(filepath.Join("..", "configs", configs.BookNestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(onDisk) != string(configs.BookNest()) {
+		t.Error("configs.BookNest() differs from configs/booknest-packing.yaml")
+	}
+}
+
+func TestBookNestTransformsBuild(t *testing.T) {
+	p, err := config.Parse(configs.BookNestFile, configs.BookNest(), nil)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	chain, err := transform.Build(p.Transforms)
+	if err != nil {
+		t.Fatalf("transform.Build: %v", err)
+	}
+	if chain.Len() != 4 {
+		t.Errorf("chain has %d steps, want 4", chain.Len())
+	}
+}
+
+// bookNest is configs/booknest-packing.yaml with brokers and metrics.listen
+// as interpolated.
+func bookNest(brokers []string, metrics string) *config.Pipeline {
+	return &config.Pipeline{
+		Name:     "booknest-packing",
+		Brokers:  brokers,
+		Delivery: config.ExactlyOnce,
+		Workers:  4,
+		Source: config.Source{
+			Topics:            []string{"booknest.orders"},
+			Group:             "booknest-packers",
+			AutoOffsetReset:   "earliest",
+			IsolationLevel:    "read_committed",
+			ManageGroupConfig: ptr(true),
+		},
+		Output:     config.Output{Topic: "booknest.packing-jobs", TransactionTimeout: 10 * time.Second},
+		DeadLetter: config.DeadLetter{Topic: "booknest.packing-jobs.dlq"},
+		Batch:      config.Batch{MaxRecords: 50, PollTimeout: time.Second},
+		Transforms: []transform.Spec{
+			{Type: "fail", Name: "bad-address", Kind: "permanent", Reason: "bad address",
+				When: &transform.Condition{Field: "order_id", Modulo: 500}},
+			{Type: "fail", Name: "printer-jam", Kind: "retry", Reason: "printer jam",
+				When: &transform.Condition{Field: "order_id", Modulo: 7, MaxDeliveryCount: 1}},
+			{Type: "set", Field: "status", Value: "packing"},
+			{Type: "header", Header: "job-type", Value: "packing"},
+		},
+		Metrics: config.Metrics{Listen: metrics},
+		Ledger:  config.Ledger{Topic: "booknest-packing.ledger"},
+	}
+}
+
+func assertPipeline(t *testing.T, got, want *config.Pipeline) {
+	t.Helper()
+	if reflect.DeepEqual(got, want) {
+		return
+	}
+	g, _ := json.MarshalIndent(got, "", "  ")
+	w, _ := json.MarshalIndent(want, "", "  ")
+	t.Errorf("pipeline differs\ngot:\n%s\nwant:\n%s", g, w)
+}
+
+func TestErrorsListOneProblemPerLine(t *testing.T) {
+	_, err := config.Parse("p.yml", []byte("name: p\nworkers: x\n"), nil)
+	var errs config.Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("error %T is not a config.Errors", err)
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != len(errs) {
+		t.Fatalf("%d lines for %d errors:\n%v", len(lines), len(errs), err)
+	}
+	for i, e := range errs {
+		if lines[i] != e.Error() {
+			t.Errorf("line %d is %q, want %q", i, lines[i], e.Error())
+		}
+	}
+	want := config.Error{File: "p.yml", Line: 2, Col: 10, Path: "workers", Msg: `expected an integer, got "x"`}
+	if !slices.Contains(errs, want) {
+		t.Errorf("errors lack %+v:\n%v", want, err)
+	}
+}
+
+func TestErrorFormatLeavesOutUnknownParts(t *testing.T) {
+	for _, tc := range []struct {
+		e    config.Error
+		want string
+	}{
+		{config.Error{File: "a.yml", Line: 3, Col: 5, Path: "workers", Msg: "bad"}, "a.yml:3:5: workers: bad"},
+		{config.Error{File: "a.yml", Line: 3, Msg: "invalid YAML"}, "a.yml:3: invalid YAML"},
+		{config.Error{File: "a.yml", Msg: "empty"}, "a.yml: empty"},
+		{config.Error{Path: "name", Msg: "required"}, "name: required"},
+	} {
+		if got := tc.e.Error(); got != tc.want {
+			t.Errorf("%+v formats as %q, want %q", tc.e, got, tc.want)
+		}
+	}
+}
+
+func TestLoadReturnsTheReadErrorOfAMissingFile(t *testing.T) {
+	_, err := config.Load("testdata/no-such-file.yml")
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load of a missing file: %v, want an os.ErrNotExist", err)
+	}
+}
+
+func TestPlainInterpolatedScalarsAreTypedButQuotedOnesStayStrings(t *testing.T) {
+	const base = "name: p\nbrokers: [b:1]\nsource: {topics: [a]}\noutput: {topic: b}\ndead_letter: {topic: c}\n"
+	p, err := config.Parse("p.yml", []byte(base+"workers: ${RELAY_TEST_WORKERS}\n"), testEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Workers != 8 {
+		t.Errorf("workers = %d, want 8", p.Workers)
+	}
+	_, err = config.Parse("p.yml", []byte(base+`workers: "${RELAY_TEST_WORKERS}"`+"\n"), testEnv)
+	if want := `p.yml:6:10: workers: expected an integer, got "8"`; err == nil || err.Error() != want {
+		t.Errorf("quoted interpolation into an integer: %v, want %s", err, want)
+	}
+}
+
+func TestSetDefaultsFillsOnlyUnsetFields(t *testing.T) {
+	p := &config.Pipeline{Name: "p", Workers: 3, Batch: config.Batch{PollTimeout: time.Minute}}
+	p.SetDefaults()
+	if p.Workers != 3 || p.Batch.PollTimeout != time.Minute {
+		t.Errorf("SetDefaults overwrote set fields: workers %d, poll timeout %s", p.Workers, p.Batch.PollTimeout)
+	}
+	if p.Delivery != config.ExactlyOnce || p.Source.Group != "p" || p.Ledger.Topic != "p.ledger" ||
+		p.Batch.MaxRecords != 500 || p.Output.TransactionTimeout != 10*time.Second ||
+		p.Source.ManageGroupConfig == nil || !*p.Source.ManageGroupConfig {
+		t.Errorf("SetDefaults left defaults out: %+v", p)
+	}
+}
+
+func TestValidateReportsEveryProblemOfAPipelineBuiltInGo(t *testing.T) {
+	p := &config.Pipeline{
+		Brokers: []string{"nohost"},
+		Source:  config.Source{Topics: []string{"in"}},
+		Output:  config.Output{Topic: "in"},
+		Transforms: []transform.Spec{
+			{Type: "fail"},
+		},
+	}
+	p.SetDefaults()
+	err := p.Validate()
+	var errs config.Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("Validate: %v, want config.Errors", err)
+	}
+	want := strings.Join([]string{
+		`brokers[0]: "nohost" is not host:port`,
+		"dead_letter.topic: required: the topic failed records are written to",
+		"name: required: the pipeline's name, of letters, digits and . _ -",
+		`output.topic: "in" is also a source topic: the pipeline would consume its own output`,
+		"transforms[0].when: required: a condition selecting the records",
+	}, "\n")
+	if err.Error() != want {
+		t.Errorf("Validate:\n%v\nwant:\n%s", err, want)
+	}
+
+	ok := goodFiles["minimal.good.yml"]
+	if err := ok.Validate(); err != nil {
+		t.Errorf("Validate of a valid pipeline: %v", err)
+	}
+}

@@ -1,0 +1,90 @@
+package config
+
+import (
+	"strings"
+	"time"
+)
+
+// Default values, applied by SetDefaults to fields left unset.
+const (
+	DefaultDelivery           = ExactlyOnce
+	DefaultWorkers            = 1
+	DefaultAutoOffsetReset    = "earliest"
+	DefaultIsolationLevel     = "read_committed"
+	DefaultTransactionTimeout = 10 * time.Second
+	DefaultMaxRecords         = 500
+	DefaultPollTimeout        = time.Second
+	// DefaultLedgerSuffix follows the pipeline name in the default ledger
+	// topic: "<name>.ledger".
+	DefaultLedgerSuffix = ".ledger"
+)
+
+// SetDefaults fills in every unset (zero) field that has a default:
+//
+//	delivery                    exactly-once
+//	workers                     1
+//	source.group                <name>
+//	source.auto_offset_reset    earliest
+//	source.isolation_level      read_committed
+//	source.manage_group_config  true
+//	output.transaction_timeout  10s
+//	batch.max_records           500
+//	batch.poll_timeout          1s
+//	ledger.topic                <name>.ledger
+//
+// Load and Parse call it for the fields a file leaves out; a field written
+// in the file keeps its value even when it is zero, so that "workers: 0" is
+// reported instead of becoming 1.
+func (p *Pipeline) SetDefaults() { p.setDefaults(func(string) bool { return false }) }
+
+// setDefaults applies the defaults to the zero fields whose path is not
+// explicit.
+func (p *Pipeline) setDefaults(explicit func(path string) bool) {
+	str := func(path string, v *string, def string) {
+		if *v == "" && !explicit(path) {
+			*v = def
+		}
+	}
+	num := func(path string, v *int, def int) {
+		if *v == 0 && !explicit(path) {
+			*v = def
+		}
+	}
+	dur := func(path string, v *time.Duration, def time.Duration) {
+		if *v == 0 && !explicit(path) {
+			*v = def
+		}
+	}
+	str("delivery", &p.Delivery, DefaultDelivery)
+	num("workers", &p.Workers, DefaultWorkers)
+	str("source.group", &p.Source.Group, p.Name)
+	str("source.auto_offset_reset", &p.Source.AutoOffsetReset, DefaultAutoOffsetReset)
+	str("source.isolation_level", &p.Source.IsolationLevel, DefaultIsolationLevel)
+	if p.Source.ManageGroupConfig == nil {
+		manage := true
+		p.Source.ManageGroupConfig = &manage
+	}
+	dur("output.transaction_timeout", &p.Output.TransactionTimeout, DefaultTransactionTimeout)
+	num("batch.max_records", &p.Batch.MaxRecords, DefaultMaxRecords)
+	dur("batch.poll_timeout", &p.Batch.PollTimeout, DefaultPollTimeout)
+	if p.Name != "" {
+		str("ledger.topic", &p.Ledger.Topic, p.Name+DefaultLedgerSuffix)
+	}
+}
+
+// splitBrokers splits comma-separated entries of p.Brokers
+// ("a:9092,b:9092", the usual form of $KAFKA_BOOTSTRAP_SERVERS) into one
+// broker each, and records which YAML list element each came from.
+func splitBrokers(p *Pipeline, l *loader) {
+	var (
+		out []string
+		idx []int
+	)
+	for i, b := range p.Brokers {
+		for part := range strings.SplitSeq(b, ",") {
+			out = append(out, strings.TrimSpace(part))
+			idx = append(idx, i)
+		}
+	}
+	p.Brokers, l.brokerIndex = out, idx
+}

@@ -1,0 +1,75 @@
+package config
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Error is one problem in a pipeline file. Line and Col are 1-based; they
+// are 0 when unknown (a YAML syntax error has no column, a Pipeline built
+// in Go has no position at all). Path is the YAML path of the offending
+// value, such as "source.topics[0]"; it is empty for an error about the
+// file as a whole.
+type Error struct {
+	File      string
+	Line, Col int
+	Path, Msg string
+}
+
+// Error formats e as "<file>:<line>:<col>: <path>: <message>", leaving out
+// the parts that are unknown.
+func (e Error) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		b.WriteString(":")
+	}
+	if e.Line > 0 {
+		b.WriteString(strconv.Itoa(e.Line))
+		b.WriteString(":")
+		if e.Col > 0 {
+			b.WriteString(strconv.Itoa(e.Col))
+			b.WriteString(":")
+		}
+	}
+	if b.Len() > 0 {
+		b.WriteString(" ")
+	}
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Errors is every problem found in one pipeline, in the order of their
+// position in the file. Load, Parse and Pipeline.Validate return an Errors
+// value (as an error) when there is at least one; use errors.As to get at
+// the individual errors.
+type Errors []Error
+
+// Error joins the errors' texts with newlines, one error per line.
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// sort orders es by line, column, path and message, dropping exact
+// duplicates, so that output is deterministic.
+func (es Errors) sort() Errors {
+	slices.SortStableFunc(es, func(a, b Error) int {
+		return cmp.Or(
+			cmp.Compare(a.Line, b.Line),
+			cmp.Compare(a.Col, b.Col),
+			cmp.Compare(a.Path, b.Path),
+			cmp.Compare(a.Msg, b.Msg),
+		)
+	})
+	return slices.Compact(es)
+}

@@ -1,0 +1,263 @@
+package config_test
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/transform"
+)
+
+const schemaFile = "../configs/pipeline.schema.json"
+
+type schemaNode = map[string]any
+
+func loadSchema(t *testing.T) schemaNode {
+	t.Helper()
+	data, err := os.ReadFile(schemaFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s schemaNode
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatalf("%s: %v", schemaFile, err)
+	}
+	if got, want := s["$schema"], "https://json-schema.org/draft/2020-12/schema"; got != want {
+		t.Errorf("$schema is %v, want %s", got, want)
+	}
+	return s
+}
+
+// resolve follows a "$ref": "#/$defs/name" in n.
+func resolve(t *testing.T, root, n schemaNode) schemaNode {
+	t.Helper()
+	for {
+		ref, ok := n["$ref"].(string)
+		if !ok {
+			return n
+		}
+		name, ok := strings.CutPrefix(ref, "#/$defs/")
+		def, found := root["$defs"].(schemaNode)[name].(schemaNode)
+		if !ok || !found {
+			t.Fatalf("unresolvable $ref %q", ref)
+		}
+		n = def
+	}
+}
+
+// jsonTypes collects the JSON types n allows, through $ref and anyOf.
+func jsonTypes(t *testing.T, root, n schemaNode) []string {
+	n = resolve(t, root, n)
+	var types []string
+	switch typ := n["type"].(type) {
+	case string:
+		types = append(types, typ)
+	case []any:
+		for _, x := range typ {
+			types = append(types, x.(string))
+		}
+	}
+	for _, key := range []string{"anyOf", "oneOf"} {
+		alts, _ := n[key].([]any)
+		for _, a := range alts {
+			types = append(types, jsonTypes(t, root, a.(schemaNode))...)
+		}
+	}
+	return types
+}
+
+// yamlNames lists the yaml keys of struct type typ, in field order.
+func yamlNames(typ reflect.Type) map[string]reflect.StructField {
+	fields := map[string]reflect.StructField{}
+	for _, f := range reflect.VisibleFields(typ) {
+		tag := f.Tag.Get("yaml")
+		if !f.IsExported() || tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		fields[name] = f
+	}
+	return fields
+}
+
+// checkSchema checks that schema node n describes Go type typ: a struct is
+// an object whose properties are exactly the struct's yaml fields, each
+// described and checked in turn, with no additional properties; a slice is
+// an array of its element; a map an object of its values; a leaf allows
+// its JSON type.
+func checkSchema(t *testing.T, root, n schemaNode, typ reflect.Type, path string) {
+	t.Helper()
+	for typ.Kind() == reflect.Pointer {
+		typ = typ.Elem()
+	}
+	n = resolve(t, root, n)
+	types := jsonTypes(t, root, n)
+	allows := func(want string) {
+		t.Helper()
+		if !slices.Contains(types, want) {
+			t.Errorf("schema %s: allows types %v, want %s for Go type %s", path, types, want, typ)
+		}
+	}
+	switch {
+	case typ == reflect.TypeFor[time.Duration]():
+		allows("string")
+	case typ.Kind() == reflect.Struct:
+		allows("object")
+		if n["additionalProperties"] != false {
+			t.Errorf("schema %s: additionalProperties is %v, want false", path, n["additionalProperties"])
+		}
+		props, _ := n["properties"].(schemaNode)
+		fields := yamlNames(typ)
+		for _, name := range slices.Sorted(maps.Keys(fields)) {
+			p := strings.TrimPrefix(path+"."+name, ".")
+			prop, ok := props[name].(schemaNode)
+			if !ok {
+				t.Errorf("schema %s: missing (Go field %s.%s)", p, typ, fields[name].Name)
+				continue
+			}
+			if d, _ := prop["description"].(string); d == "" {
+				t.Errorf("schema %s: no description", p)
+			}
+			checkSchema(t, root, prop, fields[name].Type, p)
+		}
+		for _, name := range slices.Sorted(maps.Keys(props)) {
+			if _, ok := fields[name]; !ok {
+				t.Errorf("schema %s.%s: no such field in Go type %s", path, name, typ)
+			}
+		}
+	case typ.Kind() == reflect.Slice:
+		allows("array")
+		items, ok := n["items"].(schemaNode)
+		if !ok {
+			t.Errorf("schema %s: array without items", path)
+			return
+		}
+		checkSchema(t, root, items, typ.Elem(), path+"[]")
+	case typ.Kind() == reflect.Map:
+		allows("object")
+		values, ok := n["additionalProperties"].(schemaNode)
+		if !ok {
+			t.Errorf("schema %s: map without an additionalProperties schema", path)
+			return
+		}
+		checkSchema(t, root, values, typ.Elem(), path+".*")
+	case typ.Kind() == reflect.Interface:
+		if len(types) != 0 {
+			t.Errorf("schema %s: restricted to %v, but the Go field takes any value", path, types)
+		}
+	case typ.Kind() == reflect.String:
+		allows("string")
+	case typ.Kind() == reflect.Bool:
+		allows("boolean")
+	case typ.Kind() >= reflect.Int && typ.Kind() <= reflect.Uint64:
+		allows("integer")
+	default:
+		t.Errorf("schema %s: checkSchema does not know Go type %s", path, typ)
+	}
+}
+
+func TestSchemaDescribesEveryFieldOfPipelineAndNoOther(t *testing.T) {
+	root := loadSchema(t)
+	checkSchema(t, root, root, reflect.TypeFor[config.Pipeline](), "")
+}
+
+func TestSchemaTransformTypesAreTheRegisteredOnes(t *testing.T) {
+	root := loadSchema(t)
+	spec := root["$defs"].(schemaNode)["transform"].(schemaNode)
+	var enum []string
+	for _, v := range spec["properties"].(schemaNode)["type"].(schemaNode)["enum"].([]any) {
+		enum = append(enum, v.(string))
+	}
+	registered := slices.Sorted(maps.Keys(transform.Registry))
+	if slices.Sort(enum); !slices.Equal(enum, registered) {
+		t.Errorf("schema transform type enum %v, transform.Registry has %v", enum, registered)
+	}
+
+	// Each type has an if/then naming its required fields, which must be
+	// exactly those transform.Spec.Validate reports missing for an
+	// otherwise empty spec of that type.
+	rules := map[string][]string{}
+	for _, rule := range spec["allOf"].([]any) {
+		r := rule.(schemaNode)
+		typ := r["if"].(schemaNode)["properties"].(schemaNode)["type"].(schemaNode)["const"].(string)
+		var req []string
+		for _, f := range r["then"].(schemaNode)["required"].([]any) {
+			req = append(req, f.(string))
+		}
+		rules[typ] = req
+	}
+	for _, typ := range registered {
+		req, ok := rules[typ]
+		if !ok {
+			t.Errorf("schema has no if/then rule for transform type %s", typ)
+			continue
+		}
+		var missing []string
+		for _, fe := range (transform.Spec{Type: typ}).Validate() {
+			if strings.HasPrefix(fe.Msg, "required") {
+				missing = append(missing, fe.Path)
+			}
+		}
+		slices.Sort(req)
+		slices.Sort(missing)
+		if !slices.Equal(req, missing) {
+			t.Errorf("schema requires %v for transform type %s; Validate reports %v missing", req, typ, missing)
+		}
+	}
+}
+
+func TestSchemaDefaultsAreTheOnesSetDefaultsApplies(t *testing.T) {
+	root := loadSchema(t)
+	p := config.Pipeline{Name: "p"}
+	p.SetDefaults()
+	// name is set above, not defaulted; the defaults derived from it
+	// cannot be written in the schema.
+	derived := map[string]bool{"name": true, "source.group": true, "ledger.topic": true}
+	var walk func(n schemaNode, v reflect.Value, path string)
+	walk = func(n schemaNode, v reflect.Value, path string) {
+		n = resolve(t, root, n)
+		props, _ := n["properties"].(schemaNode)
+		for name, f := range yamlNames(v.Type()) {
+			p := strings.TrimPrefix(path+"."+name, ".")
+			prop, _ := props[name].(schemaNode)
+			fv := v.FieldByIndex(f.Index)
+			if fv.Kind() == reflect.Pointer && !fv.IsNil() {
+				fv = fv.Elem()
+			}
+			if fv.Kind() == reflect.Struct && fv.Type() != reflect.TypeFor[time.Duration]() {
+				walk(prop, fv, p)
+				continue
+			}
+			def, hasDef := prop["default"]
+			var got any
+			switch x := fv.Interface().(type) {
+			case time.Duration:
+				got = x.String()
+			case int:
+				got = float64(x)
+			case string, bool:
+				got = x
+			default:
+				continue // lists, maps and nil pointers have no defaults
+			}
+			isZero := fv.IsZero()
+			switch {
+			case derived[p]:
+			case hasDef && def != got:
+				t.Errorf("schema %s: default %v, SetDefaults gives %v", p, def, got)
+			case !hasDef && !isZero:
+				t.Errorf("schema %s: no default, SetDefaults gives %v", p, got)
+			}
+		}
+	}
+	walk(root, reflect.ValueOf(p), "")
+}

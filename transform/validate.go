@@ -1,0 +1,269 @@
+package transform
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// specField is one optional field of Spec, as a bit.
+type specField uint16
+
+const (
+	sfField specField = 1 << iota
+	sfTo
+	sfValue
+	sfHeader
+	sfWhen
+	sfAction
+	sfRoutes
+	sfDefault
+	sfKind
+	sfReason
+	sfDuration
+)
+
+// specFields lists Spec's optional fields in declaration order, which is
+// the order Validate reports them in.
+var specFields = []struct {
+	f        specField
+	name     string
+	required string // message when required and missing
+}{
+	{sfField, "field", "required: a dotted path into the JSON value, e.g. order.id"},
+	{sfTo, "to", "required: the dotted path to move the field to"},
+	{sfValue, "value", "required: the header value (string, number or bool)"},
+	{sfHeader, "header", "required: the header name"},
+	{sfWhen, "when", "required: a condition selecting the records"},
+	{sfAction, "action", "required: drop or keep"},
+	{sfRoutes, "routes", "required: at least one value: topic entry"},
+	{sfDefault, "default", "required: a topic"},
+	{sfKind, "kind", "required: retry or permanent"},
+	{sfReason, "reason", "required: a message"},
+	{sfDuration, "duration", "required: a duration > 0, e.g. 100ms"},
+}
+
+// typeRule says which fields a built-in type requires and which it uses.
+type typeRule struct {
+	required, uses specField
+}
+
+// builtinRules are the field rules of the built-in types. Every built-in
+// accepts When.
+var builtinRules = map[string]typeRule{
+	"set":    {required: sfField, uses: sfField | sfValue | sfWhen},
+	"rename": {required: sfField | sfTo, uses: sfField | sfTo | sfWhen},
+	"remove": {required: sfField, uses: sfField | sfWhen},
+	"header": {required: sfHeader | sfValue, uses: sfHeader | sfValue | sfWhen},
+	"filter": {required: sfWhen, uses: sfWhen | sfAction},
+	"route":  {required: sfField | sfRoutes, uses: sfField | sfRoutes | sfDefault | sfWhen},
+	"fail":   {required: sfWhen, uses: sfWhen | sfKind | sfReason},
+	"delay":  {required: sfDuration, uses: sfDuration | sfWhen},
+}
+
+// isSet reports whether f is set in s. For Routes, an empty map counts as
+// unset (route requires at least one entry); a negative Duration counts
+// as set (and is reported as invalid).
+func (s *Spec) isSet(f specField) bool {
+	switch f {
+	case sfField:
+		return s.Field != ""
+	case sfTo:
+		return s.To != ""
+	case sfValue:
+		return s.Value != nil
+	case sfHeader:
+		return s.Header != ""
+	case sfWhen:
+		return s.When != nil
+	case sfAction:
+		return s.Action != ""
+	case sfRoutes:
+		return len(s.Routes) > 0
+	case sfDefault:
+		return s.Default != ""
+	case sfKind:
+		return s.Kind != ""
+	case sfReason:
+		return s.Reason != ""
+	case sfDuration:
+		return s.Duration != 0
+	}
+	return false
+}
+
+// Validate reports every problem in s (it does not stop at the first),
+// with paths relative to the spec ("type", "field", "when.modulo"), in
+// this order:
+//
+//  1. type: missing or unknown (the message lists the known types, sorted);
+//  2. required fields that are missing, in Spec field order;
+//  3. fields set that the type does not use, in Spec field order;
+//  4. invalid values of the used fields, in Spec field order (a malformed
+//     dotted path, rename to the same path, a set value encoding/json
+//     cannot encode, a header value that is not a string/number/bool,
+//     action not drop/keep, kind not retry/permanent, duration < 0);
+//  5. the When condition.
+//
+// The known types are the keys of Registry. A type added to Registry that
+// is not a built-in gets only its When checked: its constructor is
+// responsible for the rest.
+//
+// Note that with YAML's omitempty decoding, Value nil cannot be told from
+// "value: null": set treats it as JSON null, header reports it missing.
+func (s Spec) Validate() []FieldError {
+	var errs []FieldError
+	add := func(path, msg string, args ...any) {
+		errs = append(errs, FieldError{Path: path, Msg: fmt.Sprintf(msg, args...)})
+	}
+
+	rule, builtin := builtinRules[s.Type]
+	_, registered := Registry[s.Type]
+	switch {
+	case s.Type == "":
+		add("type", "required: one of %s", knownTypes())
+	case !registered:
+		add("type", "unknown type %q; expected one of %s", s.Type, knownTypes())
+	}
+	if !builtin || !registered {
+		return append(errs, s.When.validate("when")...)
+	}
+	errs = append(errs, validateBuiltin(s, rule)...)
+	return errs
+}
+
+// validateBuiltin is Validate for a built-in type, steps 2 to 5. The
+// built-in constructors use it directly (not Validate, which reads
+// Registry: that would be an initialization cycle).
+func validateBuiltin(s Spec, rule typeRule) []FieldError {
+	var errs []FieldError
+	add := func(path, msg string, args ...any) {
+		errs = append(errs, FieldError{Path: path, Msg: fmt.Sprintf(msg, args...)})
+	}
+
+	for _, f := range specFields {
+		if rule.required&f.f != 0 && !s.isSet(f.f) {
+			if f.f == sfDuration && s.Duration < 0 {
+				continue // set but invalid: reported below
+			}
+			add(f.name, "%s", f.required)
+		}
+	}
+	for _, f := range specFields {
+		if rule.uses&f.f == 0 && (s.isSet(f.f) || f.f == sfRoutes && s.Routes != nil) {
+			add(f.name, "not used by type %s", s.Type)
+		}
+	}
+
+	uses := func(f specField) bool { return rule.uses&f != 0 }
+	if uses(sfField) && s.Field != "" {
+		if msg := checkPath(s.Field); msg != "" {
+			add("field", "%s", msg)
+		}
+	}
+	if uses(sfTo) && s.To != "" {
+		if msg := checkPath(s.To); msg != "" {
+			add("to", "%s", msg)
+		} else if s.To == s.Field {
+			add("to", "must differ from field")
+		}
+	}
+	if uses(sfValue) {
+		switch s.Type {
+		case "set":
+			if _, err := specValueJSON(s.Value); err != nil {
+				add("value", "cannot be encoded as JSON: %v", err)
+			}
+		case "header":
+			if _, ok := headerValueText(s.Value); !ok && s.Value != nil {
+				add("value", "must be a string, number or bool, got %s", describe(s.Value))
+			}
+		}
+	}
+	if uses(sfAction) && s.Action != "" && s.Action != "drop" && s.Action != "keep" {
+		add("action", "must be drop or keep, got %q", s.Action)
+	}
+	if uses(sfKind) && s.Kind != "" && s.Kind != "retry" && s.Kind != "permanent" {
+		add("kind", "must be retry or permanent, got %q", s.Kind)
+	}
+	if uses(sfDuration) && s.Duration < 0 {
+		add("duration", "must be > 0, got %s", s.Duration)
+	}
+	if uses(sfWhen) {
+		errs = append(errs, s.When.validate("when")...)
+	}
+	return errs
+}
+
+func describe(v any) string {
+	switch v.(type) {
+	case map[string]any, map[any]any:
+		return "a map"
+	case []any:
+		return "a list"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// knownTypes is the sorted, comma-separated list of Registry's keys.
+func knownTypes() string {
+	return strings.Join(slices.Sorted(maps.Keys(Registry)), ", ")
+}
+
+// ValidationError is every problem found in a list of specs. Build returns
+// it (use errors.As), with paths prefixed "transforms[i]." where i is the
+// 0-based index of the spec; a built-in constructor returns it with paths
+// relative to its spec.
+type ValidationError struct {
+	Errors []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	if len(e.Errors) == 1 {
+		b.WriteString("invalid transform: ")
+	} else {
+		fmt.Fprintf(&b, "invalid transforms (%d problems): ", len(e.Errors))
+	}
+	for i, fe := range e.Errors {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(fe.Error())
+	}
+	return b.String()
+}
+
+// Build validates specs and builds the chain they describe, in order.
+//
+// Every spec is validated first and all problems of all specs are returned
+// together as a *ValidationError, with paths prefixed "transforms[i]."
+// (0-based, like the YAML list it comes from). Each step is built with
+// Registry[spec.Type] and named spec.Name, or "<i>:<type>" with the same
+// 0-based i (e.g. "0:set", "2:fail"); that name appears in Error.Step.
+// An empty specs list gives an empty chain, which passes records through.
+func Build(specs []Spec) (*Chain, error) {
+	var errs []FieldError
+	for i, s := range specs {
+		for _, fe := range s.Validate() {
+			errs = append(errs, FieldError{Path: fmt.Sprintf("transforms[%d].%s", i, fe.Path), Msg: fe.Msg})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, &ValidationError{Errors: errs}
+	}
+	c := NewChain()
+	for i, s := range specs {
+		t, err := Registry[s.Type](s)
+		if err != nil {
+			return nil, fmt.Errorf("transforms[%d]: %w", i, err)
+		}
+		name := s.Name
+		if name == "" {
+			name = fmt.Sprintf("%d:%s", i, s.Type)
+		}
+		c.Add(name, t)
+	}
+	return c, nil
+}
