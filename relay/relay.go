@@ -58,6 +58,7 @@ type Relay struct {
 	log     *slog.Logger
 	limits  ShareLimits
 	attempt int32
+	ledger  *eos.Ledger // delivery: exactly-once
 }
 
 // New validates opts and builds the transform chain. It does not touch
@@ -120,7 +121,23 @@ func (r *Relay) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if r.p.Delivery == config.ExactlyOnce && r.opts.NewGuard == nil {
+		r.ledger, err = eos.OpenLedger(ctx, eos.LedgerConfig{
+			ClientOpts: r.clientOpts(),
+			Topic:      r.p.Ledger.Topic,
+			Gen:        int64(r.p.Ledger.Generation),
+			// Longer than the transaction timeout: a crashed writer's
+			// claim is aborted by its coordinator before we give up.
+			ClaimWait: r.p.Output.TransactionTimeout + 5*time.Second,
+			Logger:    r.log,
+		})
+		if err != nil {
+			return fmt.Errorf("relay: opening the claim ledger: %w", err)
+		}
+		defer r.ledger.Close()
+	}
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return r.watchTopicIDs(gctx, topicIDs) })
 	var ready sync.WaitGroup
 	ready.Add(r.p.Workers)
 	for i := 0; i < r.p.Workers; i++ {
@@ -137,8 +154,44 @@ func (r *Relay) Run(ctx context.Context) error {
 	case <-gctx.Done():
 	}
 	err = g.Wait()
+	if errors.Is(err, errStopped) {
+		err = nil
+	}
 	r.log.Info("relay stopped", "err", err)
 	return err
+}
+
+// errStopped ends the topic-ID watch when the workers are done.
+var errStopped = errors.New("relay: stopped")
+
+// watchTopicIDs stops the relay when a source topic is deleted and
+// recreated while it runs: claims are keyed by topic ID, and the workers
+// resolved the IDs at start.
+func (r *Relay) watchTopicIDs(ctx context.Context, ids map[string][16]byte) error {
+	cl, err := kgo.NewClient(r.clientOpts()...)
+	if err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		td, err := adm.ListTopics(ctx, r.p.Source.Topics...)
+		if err != nil {
+			continue
+		}
+		for name, id := range ids {
+			if d, ok := td[name]; ok && d.Err == nil && d.ID != id {
+				return fmt.Errorf("relay: source topic %s was recreated (topic ID changed) while running; restart the relay", name)
+			}
+		}
+	}
 }
 
 // prepare runs the start-up checks: topics exist, the share group's configs
@@ -291,12 +344,14 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 	return runErr
 }
 
-func (r *Relay) defaultGuard(ctx context.Context, _ int, _ string) (eos.Guard, error) {
+func (r *Relay) defaultGuard(_ context.Context, _ int, txnID string) (eos.Guard, error) {
 	switch r.p.Delivery {
 	case config.AtLeastOnce:
 		return eos.AtLeastOnce{}, nil
+	case config.ExactlyOnce:
+		return r.ledger.Guard(txnID), nil
 	default:
-		return nil, fmt.Errorf("delivery %q is not available in this build; use %q", r.p.Delivery, config.AtLeastOnce)
+		return nil, fmt.Errorf("unknown delivery %q", r.p.Delivery)
 	}
 }
 

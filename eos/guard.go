@@ -1,0 +1,176 @@
+package eos
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ledgerGuard is a worker's Guard on the claim ledger.
+type ledgerGuard struct {
+	l     *Ledger
+	txnID string
+	last  []Pos // the claims of the last Claim call, watched for Resolve
+}
+
+// Committed reports which sources the index shows committed. A lagging
+// reader may miss recent commits; Claim catches those.
+func (g *ledgerGuard) Committed(srcs []Source) []bool {
+	out := make([]bool, len(srcs))
+	g.l.mu.Lock()
+	defer g.l.mu.Unlock()
+	for i, s := range srcs {
+		out[i] = g.l.idx.Committed(PartKey{s.TopicID, s.Topic, s.Partition}, s.Offset)
+	}
+	return out
+}
+
+type claimGroup struct {
+	key     PartKey
+	offsets []int64
+	idx     []int // indexes into srcs
+	pos     Pos
+}
+
+// Claim writes one claim per source partition into the open transaction,
+// waits until the reader has applied them, and applies the conflict rule,
+// waiting (up to ClaimWait) for earlier pending claims of the same offsets.
+func (g *ledgerGuard) Claim(ctx context.Context, tx Tx, srcs []Source) ([]bool, error) {
+	g.forget()
+	pid, epoch, err := tx.ProducerID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("eos: claim: %w", err)
+	}
+	groups := make(map[partID]*claimGroup)
+	var order []*claimGroup
+	for i, s := range srcs {
+		k := PartKey{s.TopicID, s.Topic, s.Partition}
+		cg := groups[keyOf(k)]
+		if cg == nil {
+			cg = &claimGroup{key: k}
+			groups[keyOf(k)] = cg
+			order = append(order, cg)
+		}
+		cg.offsets = append(cg.offsets, s.Offset)
+		cg.idx = append(cg.idx, i)
+	}
+	recs := make([]*kgo.Record, len(order))
+	for i, cg := range order {
+		c := Claim{
+			Gen: g.l.cfg.Gen, Topic: cg.key.Topic, TopicID: cg.key.TopicID, Partition: cg.key.Partition,
+			Ranges: Ranges(cg.offsets), TxnID: g.txnID, ProducerID: pid, Epoch: epoch,
+		}
+		v, err := json.Marshal(&c)
+		if err != nil {
+			return nil, fmt.Errorf("eos: encoding claim: %w", err)
+		}
+		recs[i] = &kgo.Record{Topic: g.l.cfg.Topic, Key: claimKey(cg.key), Value: v}
+	}
+	if err := tx.Produce(ctx, recs...); err != nil {
+		return nil, fmt.Errorf("eos: writing claims: %w", err)
+	}
+	g.l.mu.Lock()
+	for i, cg := range order {
+		cg.pos = Pos{recs[i].Partition, recs[i].Offset}
+		g.l.idx.Watch(cg.pos)
+		g.last = append(g.last, cg.pos)
+	}
+	g.l.mu.Unlock()
+
+	// Claims in several ledger partitions can wait on each other in a
+	// cycle; ClaimWait breaks it (one side aborts). With one ledger
+	// partition claims are totally ordered and only wait on earlier ones.
+	wctx, cancel := context.WithTimeout(ctx, g.l.cfg.ClaimWait)
+	defer cancel()
+	conflicts := make([]bool, len(srcs))
+	for {
+		g.l.mu.Lock()
+		wait := false
+		var cerr error
+		for _, cg := range order {
+			c, w, err := g.l.idx.Check(cg.pos, cg.key, cg.offsets)
+			if err != nil {
+				cerr = err
+				break
+			}
+			wait = wait || w
+			for j, conflict := range c {
+				conflicts[cg.idx[j]] = conflict
+			}
+		}
+		ch := g.l.changed
+		g.l.mu.Unlock()
+		if cerr != nil {
+			return nil, cerr
+		}
+		if !wait {
+			return conflicts, nil
+		}
+		select {
+		case <-wctx.Done():
+			if errors.Is(wctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+				return nil, fmt.Errorf("%w (%s)", ErrClaimWaitTimeout, g.l.cfg.ClaimWait)
+			}
+			return nil, wctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// Resolve waits for the marker of the last claim's transaction and reports
+// whether it committed. It waits at most until ctx ends; then the outcome
+// stays unknown and the worker releases the records, which is safe: whoever
+// gets them next finds them committed if they were.
+func (g *ledgerGuard) Resolve(ctx context.Context) (bool, error) {
+	if len(g.last) == 0 {
+		return false, errors.New("eos: resolve: no claim to resolve")
+	}
+	pos := g.last[0] // every claim of a transaction shares its fate
+	for {
+		g.l.mu.Lock()
+		f := g.l.idx.Fate(pos)
+		ch := g.l.changed
+		g.l.mu.Unlock()
+		switch f {
+		case FateCommitted:
+			return true, nil
+		case FateAborted:
+			return false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, fmt.Errorf("eos: resolving the commit by the ledger: %w", ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
+func (g *ledgerGuard) forget() {
+	if len(g.last) == 0 {
+		return
+	}
+	g.l.mu.Lock()
+	for _, p := range g.last {
+		g.l.idx.Forget(p)
+	}
+	g.l.mu.Unlock()
+	g.last = g.last[:0]
+}
+
+// Close forgets the watched claims.
+func (g *ledgerGuard) Close() { g.forget() }
+
+// claimKey keys a claim by its source partition, so every claim of one
+// source partition lands in the same ledger partition.
+func claimKey(k PartKey) []byte {
+	id := k.Topic
+	if k.TopicID != ([16]byte{}) {
+		id = hex.EncodeToString(k.TopicID[:])
+	}
+	return []byte(id + "/" + strconv.Itoa(int(k.Partition)))
+}

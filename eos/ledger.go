@@ -1,0 +1,397 @@
+package eos
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// LedgerConfig configures a Ledger.
+type LedgerConfig struct {
+	// ClientOpts must include the seed brokers.
+	ClientOpts []kgo.Opt
+	// Topic is the claim ledger; SnapshotTopic holds its snapshots
+	// (default Topic + ".snapshots").
+	Topic, SnapshotTopic string
+	// Partitions of the ledger when the relay creates it (default 1: a
+	// total order of claims, so conflicting claims never wait on each
+	// other in a cycle). Never change it for an existing ledger.
+	Partitions int32
+	// Retention of the ledger when the relay creates it (default 7 days).
+	// It only has to outlive SnapshotEvery by a wide margin.
+	Retention time.Duration
+	// Gen is the ledger generation; claims of other generations are
+	// ignored.
+	Gen int64
+	// ClaimWait bounds the wait for an earlier pending claim's marker; on
+	// timeout the worker aborts its transaction (always safe). Set it
+	// above the producers' transaction timeout, so a crashed writer's
+	// claim is aborted by the coordinator before it runs out.
+	ClaimWait time.Duration
+	// SnapshotEvery is how often the index is snapshotted (default 10s;
+	// negative disables snapshots).
+	SnapshotEvery time.Duration
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *LedgerConfig) defaults() {
+	if c.SnapshotTopic == "" {
+		c.SnapshotTopic = c.Topic + ".snapshots"
+	}
+	if c.Partitions <= 0 {
+		c.Partitions = 1
+	}
+	if c.Retention <= 0 {
+		c.Retention = 7 * 24 * time.Hour
+	}
+	if c.ClaimWait <= 0 {
+		c.ClaimWait = 30 * time.Second
+	}
+	if c.SnapshotEvery == 0 {
+		c.SnapshotEvery = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// ErrClaimWaitTimeout means an earlier claim of the same source offset
+// stayed pending longer than ClaimWait; the worker aborts.
+var ErrClaimWaitTimeout = errors.New("eos: timed out waiting for an earlier claim's transaction to end")
+
+// ErrNoTransactionV2 means the cluster's finalized transaction.version is
+// below 2 (KIP-890), without which a delayed claim write could be credited
+// to the writer's next transaction.
+var ErrNoTransactionV2 = errors.New("eos: exactly-once needs the cluster's transaction.version >= 2 (KIP-890, Kafka 4.0+)")
+
+// Ledger is an instance's view of the claim ledger: a reader that tails the
+// ledger and keeps the Index, and the snapshots that make restarts fast.
+// Workers use it through Guards.
+type Ledger struct {
+	cfg LedgerConfig
+	log *slog.Logger
+
+	mu      sync.Mutex
+	idx     *Index
+	changed chan struct{} // closed and replaced whenever idx changes
+	readErr error
+
+	reader *kgo.Client
+	snap   *kgo.Client
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// StartupStats describes how the ledger was loaded.
+	StartupStats StartupStats
+}
+
+// StartupStats says how an instance rebuilt its index.
+type StartupStats struct {
+	SnapshotNext    map[int32]int64
+	RecordsReplayed int64
+	Elapsed         time.Duration
+}
+
+// OpenLedger creates the ledger topics if needed, checks the cluster's
+// transaction.version, loads the latest snapshot, replays the ledger after
+// it up to its current end, and starts tailing it.
+func OpenLedger(ctx context.Context, cfg LedgerConfig) (*Ledger, error) {
+	cfg.defaults()
+	start := time.Now()
+	l := &Ledger{cfg: cfg, log: cfg.Logger.With("ledger", cfg.Topic), changed: make(chan struct{})}
+
+	// A short metadata age: the topics may be created just below.
+	admCl, err := kgo.NewClient(append(append([]kgo.Opt{}, cfg.ClientOpts...), kgo.MetadataMinAge(100*time.Millisecond))...)
+	if err != nil {
+		return nil, fmt.Errorf("eos: creating admin client: %w", err)
+	}
+	defer admCl.Close()
+	if err := checkTransactionV2(ctx, admCl, l.log); err != nil {
+		return nil, err
+	}
+	adm := kadm.NewClient(admCl)
+	if err := l.ensureTopics(ctx, adm); err != nil {
+		return nil, err
+	}
+
+	snap, err := l.loadSnapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if snap != nil {
+		l.idx = Restore(snap)
+	} else {
+		l.idx = NewIndex(cfg.Gen)
+	}
+	// A topic just created may take a moment to be served everywhere.
+	var starts, ends kadm.ListedOffsets
+	for attempt := 0; ; attempt++ {
+		starts, err = adm.ListStartOffsets(ctx, cfg.Topic)
+		if err == nil {
+			err = starts.Error()
+		}
+		if err == nil {
+			ends, err = adm.ListEndOffsets(ctx, cfg.Topic)
+			if err == nil {
+				err = ends.Error()
+			}
+		}
+		if err == nil {
+			break
+		}
+		if attempt >= 50 || ctx.Err() != nil {
+			return nil, fmt.Errorf("eos: listing offsets of %s: %w", cfg.Topic, err)
+		}
+		admCl.ForceMetadataRefresh()
+		time.Sleep(100 * time.Millisecond)
+	}
+	assign := make(map[int32]kgo.Offset)
+	for p := int32(0); p < cfg.Partitions; p++ {
+		next := l.idx.Next(p)
+		if so, ok := starts.Lookup(cfg.Topic, p); ok && so.Offset > next {
+			return nil, fmt.Errorf("eos: ledger %s[%d] starts at offset %d but the index needs it from %d: "+
+				"its history was deleted before a snapshot covered it; raise ledger.generation to start a fresh ledger generation",
+				cfg.Topic, p, so.Offset, next)
+		}
+		assign[p] = kgo.NewOffset().At(next)
+	}
+	l.StartupStats.SnapshotNext = l.idx.Snapshot().Next
+
+	l.reader, err = kgo.NewClient(append(append([]kgo.Opt{}, cfg.ClientOpts...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: assign}),
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(200*time.Millisecond),
+	)...)
+	if err != nil {
+		return nil, fmt.Errorf("eos: creating ledger reader: %w", err)
+	}
+	l.snap, err = kgo.NewClient(append(append([]kgo.Opt{}, cfg.ClientOpts...), kgo.ProducerBatchCompression(kgo.ZstdCompression()),
+		kgo.ProducerBatchMaxBytes(16<<20))...)
+	if err != nil {
+		l.reader.Close()
+		return nil, fmt.Errorf("eos: creating snapshot producer: %w", err)
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	l.wg.Add(1)
+	go l.read(rctx)
+
+	// Catch up to the end seen at start, so Committed is meaningful from
+	// the first batch on.
+	for p := int32(0); p < cfg.Partitions; p++ {
+		end, _ := ends.Lookup(cfg.Topic, p)
+		if err := l.waitApplied(ctx, Pos{p, end.Offset - 1}); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("eos: catching up with ledger %s[%d]: %w", cfg.Topic, p, err)
+		}
+	}
+	l.mu.Lock()
+	for p := int32(0); p < cfg.Partitions; p++ {
+		if snap != nil {
+			l.StartupStats.RecordsReplayed += l.idx.Next(p) - snap.Next[p]
+		} else {
+			l.StartupStats.RecordsReplayed += l.idx.Next(p)
+		}
+	}
+	st := l.idx.Stats()
+	l.mu.Unlock()
+	l.StartupStats.Elapsed = time.Since(start)
+	l.log.Info("claim ledger loaded", "generation", cfg.Gen, "snapshot", snap != nil,
+		"replayed", l.StartupStats.RecordsReplayed, "elapsed", l.StartupStats.Elapsed,
+		"source_partitions", st.Partitions, "committed_ranges", st.Ranges, "pending_claims", st.Pending)
+
+	if cfg.SnapshotEvery > 0 {
+		l.wg.Add(1)
+		go l.snapshotLoop(rctx)
+	}
+	return l, nil
+}
+
+// Close stops the reader and the snapshot writer.
+func (l *Ledger) Close() {
+	if l.cancel != nil {
+		l.cancel()
+	}
+	l.wg.Wait()
+	if l.reader != nil {
+		l.reader.Close()
+	}
+	if l.snap != nil {
+		l.snap.Close()
+	}
+}
+
+// Stats returns the index's size.
+func (l *Ledger) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.idx.Stats()
+}
+
+func (l *Ledger) broadcast() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// read tails the ledger and applies every record to the index.
+func (l *Ledger) read(ctx context.Context) {
+	defer l.wg.Done()
+	for {
+		fs := l.reader.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			l.log.Warn("reading the ledger", "partition", p, "err", err)
+		})
+		l.mu.Lock()
+		fs.EachRecord(func(r *kgo.Record) {
+			pos := Pos{r.Partition, r.Offset}
+			if r.Attrs.IsControl() {
+				commit, ok := parseMarker(r.Key)
+				if !ok {
+					l.idx.Advance(pos.Partition, pos.Offset+1)
+					return
+				}
+				l.idx.ApplyMarker(pos, r.ProducerID, commit)
+				return
+			}
+			var c Claim
+			if err := json.Unmarshal(r.Value, &c); err != nil {
+				l.log.Error("skipping a ledger record that is not a claim", "partition", r.Partition, "offset", r.Offset, "err", err)
+				l.idx.Advance(pos.Partition, pos.Offset+1)
+				return
+			}
+			l.idx.ApplyClaim(pos, &c)
+		})
+		l.broadcast()
+		l.mu.Unlock()
+	}
+}
+
+// parseMarker decodes a control record key: version int16, type int16
+// (0 abort, 1 commit).
+func parseMarker(key []byte) (commit, ok bool) {
+	if len(key) < 4 {
+		return false, false
+	}
+	switch binary.BigEndian.Uint16(key[2:4]) {
+	case 0:
+		return false, true
+	case 1:
+		return true, true
+	}
+	return false, false
+}
+
+// waitApplied waits until the reader has applied the record at pos.
+func (l *Ledger) waitApplied(ctx context.Context, pos Pos) error {
+	for {
+		l.mu.Lock()
+		ok := l.idx.Applied(pos)
+		ch := l.changed
+		l.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+func (l *Ledger) ensureTopics(ctx context.Context, adm *kadm.Client) error {
+	brokers, err := adm.ListBrokers(ctx)
+	if err != nil {
+		return fmt.Errorf("eos: listing brokers: %w", err)
+	}
+	rf := int16(min(3, len(brokers)))
+	minISR := "1"
+	if rf >= 3 {
+		minISR = "2"
+	}
+	ret := strconv.FormatInt(l.cfg.Retention.Milliseconds(), 10)
+	ledgerCfg := map[string]*string{
+		"cleanup.policy":      kadm.StringPtr("delete"),
+		"retention.ms":        &ret,
+		"min.insync.replicas": &minISR,
+	}
+	snapCfg := map[string]*string{
+		"cleanup.policy":      kadm.StringPtr("compact"),
+		"min.insync.replicas": &minISR,
+		"max.message.bytes":   kadm.StringPtr(strconv.Itoa(16 << 20)),
+	}
+	for _, t := range []struct {
+		name  string
+		parts int32
+		cfg   map[string]*string
+	}{{l.cfg.Topic, l.cfg.Partitions, ledgerCfg}, {l.cfg.SnapshotTopic, 1, snapCfg}} {
+		td, err := adm.ListTopics(ctx, t.name)
+		if err != nil {
+			return fmt.Errorf("eos: looking up %s: %w", t.name, err)
+		}
+		if d, ok := td[t.name]; ok && d.Err == nil {
+			if t.name == l.cfg.Topic && int32(len(d.Partitions)) != t.parts {
+				return fmt.Errorf("eos: ledger %s has %d partitions, the pipeline expects %d (never change a ledger's partition count)", t.name, len(d.Partitions), t.parts)
+			}
+			continue
+		}
+		resp, err := adm.CreateTopic(ctx, t.parts, rf, t.cfg, t.name)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("eos: creating %s: %w", t.name, err)
+		}
+		l.log.Info("created topic", "topic", t.name, "partitions", t.parts, "replication_factor", rf, "configs", flatten(t.cfg))
+	}
+	return nil
+}
+
+func flatten(m map[string]*string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = *v
+	}
+	return out
+}
+
+// checkTransactionV2 refuses clusters without KIP-890 transaction version 2.
+func checkTransactionV2(ctx context.Context, cl *kgo.Client, log *slog.Logger) error {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName = "sharerelay"
+	req.ClientSoftwareVersion = "0"
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("eos: ApiVersions: %w", err)
+	}
+	level := int16(0)
+	for _, f := range resp.FinalizedFeatures {
+		if f.Name == "transaction.version" {
+			level = f.MaxVersionLevel
+		}
+	}
+	log.Info("cluster transaction.version", "finalized", level)
+	if level < 2 {
+		return fmt.Errorf("%w: finalized level is %d", ErrNoTransactionV2, level)
+	}
+	return nil
+}
+
+// Guard returns worker txnID's handle on the ledger.
+func (l *Ledger) Guard(txnID string) Guard { return &ledgerGuard{l: l, txnID: txnID} }
