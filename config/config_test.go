@@ -48,7 +48,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq"},
-		Batch:      config.Batch{MaxRecords: 500, PollTimeout: time.Second},
+		Batch:      config.Batch{MaxRecords: 500, PollTimeout: time.Second, RenewLocks: ptr(true)},
 		Ledger:     config.Ledger{Topic: "orders-to-jobs.ledger"},
 	},
 	"full.good.yml": {
@@ -69,7 +69,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 90 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", MaxAttempts: 10},
-		Batch:      config.Batch{MaxRecords: 10000, PollTimeout: 250 * time.Millisecond},
+		Batch:      config.Batch{MaxRecords: 10000, PollTimeout: 250 * time.Millisecond, RenewLocks: ptr(true)},
 		Transforms: []transform.Spec{
 			{Type: "set", Name: "mark", Field: "meta.source", Value: map[string]any{
 				"system": "booknest", "tags": []any{"a", 1, true}, "none": nil,
@@ -101,7 +101,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 20 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq"},
-		Batch:      config.Batch{MaxRecords: 500, PollTimeout: time.Second},
+		Batch:      config.Batch{MaxRecords: 500, PollTimeout: time.Second, RenewLocks: ptr(true)},
 		Transforms: []transform.Spec{
 			{Type: "set", Field: "template", Value: "${NOT_A_VARIABLE} costs $5"},
 			{Type: "header", Header: "x-env", Value: 8},
@@ -122,7 +122,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq"},
-		Batch:      config.Batch{MaxRecords: 500, PollTimeout: time.Second},
+		Batch:      config.Batch{MaxRecords: 500, PollTimeout: time.Second, RenewLocks: ptr(true)},
 		Transforms: []transform.Spec{
 			{Type: "fail", Kind: "retry", Reason: "printer jam", When: &transform.Condition{Field: "order_id", Modulo: 7}},
 			{Type: "fail", Kind: "retry", Reason: "paper out", When: &transform.Condition{Field: "order_id", Modulo: 7, Remainder: 1}},
@@ -279,7 +279,7 @@ func bookNest(brokers []string, metrics string) *config.Pipeline {
 		},
 		Output:     config.Output{Topic: "booknest.packing-jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "booknest.packing-jobs.dlq"},
-		Batch:      config.Batch{MaxRecords: 50, PollTimeout: time.Second},
+		Batch:      config.Batch{MaxRecords: 50, PollTimeout: time.Second, RenewLocks: ptr(true)},
 		Transforms: []transform.Spec{
 			{Type: "fail", Name: "bad-address", Kind: "permanent", Reason: "bad address",
 				When: &transform.Condition{Field: "order_id", Modulo: 500}},

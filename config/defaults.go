@@ -30,6 +30,7 @@ const (
 //	output.transaction_timeout  10s
 //	batch.max_records           500
 //	batch.poll_timeout          1s
+//	batch.renew_locks           true
 //	ledger.topic                <name>.ledger
 //
 // Load and Parse call it for the fields a file leaves out; a field written
@@ -67,6 +68,10 @@ func (p *Pipeline) setDefaults(explicit func(path string) bool) {
 	dur("output.transaction_timeout", &p.Output.TransactionTimeout, DefaultTransactionTimeout)
 	num("batch.max_records", &p.Batch.MaxRecords, DefaultMaxRecords)
 	dur("batch.poll_timeout", &p.Batch.PollTimeout, DefaultPollTimeout)
+	if p.Batch.RenewLocks == nil {
+		renew := true
+		p.Batch.RenewLocks = &renew
+	}
 	if p.Name != "" {
 		str("ledger.topic", &p.Ledger.Topic, p.Name+DefaultLedgerSuffix)
 	}

@@ -86,6 +86,11 @@ type Batch struct {
 	MaxRecords int `yaml:"max_records" json:"max_records"`
 	// PollTimeout bounds one poll (default 1s); an empty poll just loops.
 	PollTimeout time.Duration `yaml:"poll_timeout" json:"poll_timeout"`
+	// RenewLocks (default true) renews the acquisition locks of a batch
+	// still in flight after a third of the lock duration (AckRenew,
+	// KIP-1222), so slow work is not delivered again needlessly. An
+	// optimisation only: exactly-once never depends on a lock being held.
+	RenewLocks *bool `yaml:"renew_locks" json:"renew_locks"`
 }
 
 // Metrics configures the HTTP endpoint for /metrics, /healthz and /readyz.

@@ -318,7 +318,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		id: i, label: label, pipeline: r.p.Name,
 		outputTopic: r.p.Output.Topic, dlqTopic: r.p.DeadLetter.Topic,
 		maxAttempts: r.attempt, txnTimeout: r.p.Output.TransactionTimeout, pollTimeout: r.p.Batch.PollTimeout,
-		topicIDs: topicIDs,
+		topicIDs: topicIDs, renewEvery: r.renewEvery(),
 		src: &shareSource{cl: cons, max: r.p.Batch.MaxRecords, onUnresolved: func(n int) {
 			r.m.InvariantBreaks.Add(float64(n))
 		}},
@@ -342,6 +342,14 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 	cons.Close()
 	log.Info("worker stopped", "err", runErr)
 	return runErr
+}
+
+// renewEvery is a third of the lock duration, or 0 when renewal is off.
+func (r *Relay) renewEvery() time.Duration {
+	if r.p.Batch.RenewLocks != nil && !*r.p.Batch.RenewLocks {
+		return 0
+	}
+	return time.Duration(r.limits.LockDurationMs) * time.Millisecond / 3
 }
 
 func (r *Relay) defaultGuard(_ context.Context, _ int, txnID string) (eos.Guard, error) {

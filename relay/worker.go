@@ -31,6 +31,9 @@ type worker struct {
 	maxAttempts int32
 	txnTimeout  time.Duration
 	pollTimeout time.Duration
+	// renewEvery is how often the locks of a batch in flight are renewed;
+	// 0 disables renewal.
+	renewEvery time.Duration
 
 	topicIDs map[string][16]byte // source topic IDs, resolved at start
 
@@ -86,7 +89,9 @@ func (w *worker) run(ctx context.Context) error {
 // of b has an acknowledgement chosen when it returns, whatever happened.
 func (w *worker) process(ctx context.Context, b *batch) (err error) {
 	start := w.now()
+	stopRenew := w.renewWhileInFlight(ctx, b)
 	defer func() {
+		stopRenew()
 		counts := w.src.ack(b)
 		for st, n := range counts {
 			w.m.Acks.WithLabelValues(w.label, ackLabel(st)).Add(float64(n))
@@ -137,6 +142,39 @@ func (w *worker) process(ctx context.Context, b *batch) (err error) {
 		}
 	}
 	return nil
+}
+
+// renewWhileInFlight renews the acquisition locks of b every renewEvery
+// until the returned function is called (which waits for the renewer to
+// stop, so no renewal races the batch's final acknowledgements). Renewal is
+// an optimisation: a lock that expires anyway only costs a redelivery,
+// which the delivery protocol makes harmless.
+func (w *worker) renewWhileInFlight(ctx context.Context, b *batch) func() {
+	if w.renewEvery <= 0 {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(w.renewEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			w.src.renew(b)
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.renewEvery)
+			if err := w.src.cl.FlushAcks(fctx); err != nil {
+				w.log.Debug("renewing locks", "err", err)
+			}
+			cancel()
+			w.m.Acks.WithLabelValues(w.label, metrics.AckRenew).Add(float64(b.len()))
+		}
+	}()
+	return func() { close(stop); <-done }
 }
 
 // transform runs the chain on r and returns its plan, or release=true when

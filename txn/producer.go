@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sharerelay/sharerelay/internal/failpoint"
 )
 
 // Outcome is what is known about a transaction after EndTxn.
@@ -170,6 +172,11 @@ func (p *Producer) Commit(ctx context.Context) (Outcome, error) {
 	}
 	err := p.cl.EndTransaction(ctx, kgo.TryCommit)
 	if err == nil {
+		// Tests lose the answer of a commit that succeeded here, the
+		// way a dropped EndTxn response does.
+		if ferr := failpoint.Hit(failpoint.EndTxnResponseLost); ferr != nil {
+			return Unknown, fmt.Errorf("txn: commit outcome unknown: %w", ferr)
+		}
 		return Committed, nil
 	}
 	switch {

@@ -1,0 +1,47 @@
+# sharerelay — see README.md. Two commands matter on a fresh machine:
+#   make demo   the BookNest pipeline on an embedded kfake cluster (Go only)
+#   make test   every test, the real-broker ones on a local Apache Kafka
+#               broker fetched from Maven Central and started by the tests
+
+SHELL    := /bin/bash
+GO       ?= go
+BIN      ?= bin
+PKGS     := ./...
+# Generous: the real-broker suite starts a JVM broker and runs fault tests.
+TEST_TIMEOUT ?= 45m
+
+.PHONY: all build demo test test-unit lint bench kafka-up kafka-down clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/relay ./cmd/relay
+
+demo:
+	$(GO) run ./cmd/relay demo
+
+# -race everywhere; -p 1 so the real-broker packages do not each start a
+# JVM broker at the same time on a 2-core machine.
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -v $(PKGS) 2>&1 | tee test.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test\.go)' ; exit $${PIPESTATUS[0]}
+
+# Fast tests only (kfake and pure Go), no broker.
+test-unit:
+	$(GO) test -race -count=1 -short $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+bench:
+	$(GO) run ./integration/cmd/bench $(BENCH_ARGS)
+
+kafka-up:
+	@$(GO) run ./integration/cmd/kafkabroker up
+
+kafka-down:
+	@$(GO) run ./integration/cmd/kafkabroker down
+
+clean:
+	rm -rf $(BIN) test.out
