@@ -1,0 +1,6 @@
+// Package integration holds sharerelay's real-broker tests: the relay binary
+// run as separate processes against a real Apache Kafka broker (started by
+// integration/kafkatest from Maven Central jars, or KAFKA_BOOTSTRAP_SERVERS),
+// with faults injected at named failpoints, by signals and by killing the
+// broker. kfake is never the proof of a guarantee; these tests are.
+package integration

@@ -1,0 +1,323 @@
+package kafkatest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// stopGrace is how long Stop waits after SIGTERM before SIGKILL.
+const stopGrace = 20 * time.Second
+
+// Broker is a local Apache Kafka broker running as a JVM child process:
+// one combined KRaft broker and controller on 127.0.0.1.
+// Its methods are safe for concurrent use, but Start, Stop, Kill and
+// Restart are meant to be called from one goroutine at a time.
+type Broker struct {
+	dir     string
+	port    int
+	cport   int
+	opts    Options
+	java    string
+	lib     string
+	ownsDir bool
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
+}
+
+// StartLocal starts a local broker and waits until it is ready: it fetches
+// the jars if needed, picks free ports, writes server.properties and
+// log4j2.properties into the broker directory, formats the KRaft storage
+// once, runs kafka.Kafka and waits for the "RUNNING" log line and for a
+// probe topic to be created and deleted. The caller must Stop (or Kill)
+// the broker; with an empty Options.Dir the caller also owns the
+// temporary directory returned by Dir.
+func StartLocal(ctx context.Context, opts Options) (*Broker, error) {
+	java, err := javaPath()
+	if err != nil {
+		return nil, err
+	}
+	lib := opts.LibDir
+	if lib == "" {
+		if lib, err = ensureJars(ctx); err != nil {
+			return nil, err
+		}
+	}
+	b := &Broker{dir: opts.Dir, port: opts.Port, cport: opts.ControllerPort, opts: opts, java: java, lib: lib}
+	if b.dir == "" {
+		if b.dir, err = os.MkdirTemp("", "sharerelay-kafka-"); err != nil {
+			return nil, fmt.Errorf("create broker directory: %w", err)
+		}
+		b.ownsDir = true
+	} else if err := os.MkdirAll(b.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create broker directory: %w", err)
+	}
+	if b.dir, err = filepath.Abs(b.dir); err != nil {
+		return nil, fmt.Errorf("broker directory: %w", err)
+	}
+	autoPorts := opts.Port == 0 || opts.ControllerPort == 0
+	for attempt := 1; ; attempt++ {
+		if err = b.pickPorts(); err == nil {
+			err = b.Start(ctx)
+		}
+		if err == nil {
+			return b, nil
+		}
+		if !autoPorts || attempt == 3 || !errors.Is(err, errPortInUse) {
+			break
+		}
+		b.port, b.cport = opts.Port, opts.ControllerPort // re-pick the free ones
+	}
+	if b.ownsDir {
+		os.RemoveAll(b.dir)
+	}
+	return nil, err
+}
+
+// pickPorts fills in the ports left at zero.
+func (b *Broker) pickPorts() error {
+	if b.port != 0 && b.port == b.cport {
+		return fmt.Errorf("broker and controller ports are both %d", b.port)
+	}
+	var err error
+	if b.port == 0 {
+		if b.port, err = freePort(); err != nil {
+			return err
+		}
+	}
+	for b.cport == 0 || b.cport == b.port {
+		if b.cport, err = freePort(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Addr returns the bootstrap address "127.0.0.1:port" the broker listens
+// on (not Options.AdvertisedAddr).
+func (b *Broker) Addr() string { return "127.0.0.1:" + strconv.Itoa(b.port) }
+
+// ControllerAddr returns the KRaft controller address "127.0.0.1:port".
+func (b *Broker) ControllerAddr() string { return "127.0.0.1:" + strconv.Itoa(b.cport) }
+
+// Dir returns the broker directory (configuration, log and data).
+func (b *Broker) Dir() string { return b.dir }
+
+// LogPath returns the file that receives the JVM's stdout and stderr.
+// It is appended to across restarts.
+func (b *Broker) LogPath() string { return filepath.Join(b.dir, "broker.log") }
+
+// dataDir is log.dirs (and the KRaft metadata directory).
+func (b *Broker) dataDir() string { return filepath.Join(b.dir, "data") }
+
+// Pid returns the JVM's process id, or 0 when it is not running.
+func (b *Broker) Pid() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cmd == nil || exited(b.done) {
+		return 0
+	}
+	return b.cmd.Process.Pid
+}
+
+// Running reports whether the JVM process is alive (not whether it is
+// ready).
+func (b *Broker) Running() bool { return b.Pid() != 0 }
+
+// Start launches the broker on its directory and ports and waits until it
+// is ready (see StartLocal), for at most Options.StartTimeout. On failure
+// the JVM is killed and the error ends with the tail of the broker log.
+func (b *Broker) Start(ctx context.Context) error {
+	if b.Running() {
+		return fmt.Errorf("start broker %s: already running", b.Addr())
+	}
+	props := serverProperties(b.dataDir(), b.port, b.cport, b.opts.AdvertisedAddr, b.opts.Properties)
+	if err := writeConfig(b.dir, props); err != nil {
+		return fmt.Errorf("start broker: %w", err)
+	}
+	if err := b.format(ctx); err != nil {
+		return fmt.Errorf("start broker: %w", err)
+	}
+	logf, err := os.OpenFile(b.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("start broker: open log: %w", err)
+	}
+	defer logf.Close()
+	fi, err := logf.Stat()
+	if err != nil {
+		return fmt.Errorf("start broker: stat log: %w", err)
+	}
+	offset := fi.Size()
+	began := time.Now()
+	fmt.Fprintf(logf, "=== kafkatest: starting broker %s at %s ===\n", b.Addr(), began.Format(time.RFC3339Nano))
+
+	cmd := exec.Command(b.java, b.javaArgs("kafka.Kafka", "server.properties")...)
+	cmd.Dir = b.dir
+	cmd.Stdout, cmd.Stderr = logf, logf // *os.File: no copying goroutine, survives our exit
+	cmd.SysProcAttr = sysProcAttr(b.opts.Detached)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start broker: run java: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait() // the exit status is read from cmd.ProcessState
+		close(done)
+	}()
+	b.mu.Lock()
+	b.cmd, b.done = cmd, done
+	b.mu.Unlock()
+
+	timeout := b.opts.StartTimeout
+	if timeout == 0 {
+		timeout = DefaultStartTimeout
+	}
+	if err := b.waitReady(ctx, timeout, offset, done); err != nil {
+		b.Kill()
+		tail := logTail(b.LogPath(), offset)
+		if containsAddrInUse(tail) {
+			err = fmt.Errorf("%w: %w", errPortInUse, err)
+		}
+		return fmt.Errorf("start broker %s (dir %s): %w\n--- broker log tail ---\n%s", b.Addr(), b.dir, err, tail)
+	}
+	fmt.Fprintf(logf, "=== kafkatest: broker %s ready after %s ===\n", b.Addr(), time.Since(began).Round(time.Millisecond))
+	return nil
+}
+
+// javaArgs builds the java command line for a main class of the jars.
+func (b *Broker) javaArgs(mainClass string, args ...string) []string {
+	jvm := b.opts.JVMArgs
+	if jvm == nil {
+		jvm = defaultJVMArgs
+	}
+	out := append([]string{}, jvm...)
+	out = append(out,
+		"-Dlog4j2.configurationFile="+filepath.Join(b.dir, "log4j2.properties"),
+		"-Dkafka.logs.dir="+filepath.Join(b.dir, "logs"),
+		"-cp", filepath.Join(b.lib, "*"), // expanded by java, not a shell
+		mainClass)
+	return append(out, args...)
+}
+
+// format formats the KRaft storage unless the data directory already is.
+// The output (bootstrap metadata version and features) goes to the log.
+func (b *Broker) format(ctx context.Context) error {
+	if _, err := os.Stat(filepath.Join(b.dataDir(), "meta.properties")); err == nil {
+		return nil
+	}
+	cmd := exec.CommandContext(ctx, b.java, b.javaArgs("kafka.tools.StorageTool",
+		"format", "--ignore-formatted", "-t", ClusterID, "-c", "server.properties")...)
+	cmd.Dir = b.dir
+	out, err := cmd.CombinedOutput()
+	if werr := appendFile(b.LogPath(), append([]byte("=== kafkatest: StorageTool format ===\n"), out...)); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
+		return fmt.Errorf("format storage: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// Stop sends SIGTERM for a clean shutdown, waits up to 20s, then sends
+// SIGKILL and waits for the process to exit. It is a no-op when the broker
+// is not running.
+func (b *Broker) Stop() error {
+	cmd, done := b.current()
+	if cmd == nil {
+		return nil
+	}
+	if err := signalGroup(cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stop broker %s: %w", b.Addr(), err)
+	}
+	select {
+	case <-done:
+		return nil
+	case <-time.After(stopGrace):
+	}
+	return b.Kill()
+}
+
+// Kill sends SIGKILL, like kill -9, and waits for the process to exit. It
+// is a no-op when the broker is not running.
+func (b *Broker) Kill() error {
+	cmd, done := b.current()
+	if cmd == nil {
+		return nil
+	}
+	if err := signalGroup(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill broker %s: %w", b.Addr(), err)
+	}
+	<-done
+	return nil
+}
+
+// Restart stops the broker if it is running and starts it again on the
+// same directory, data and ports.
+func (b *Broker) Restart(ctx context.Context) error {
+	if err := b.Stop(); err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	if err := b.Start(ctx); err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	return nil
+}
+
+// current returns the running process and its exit channel, or nil.
+func (b *Broker) current() (*exec.Cmd, chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cmd == nil || exited(b.done) {
+		return nil, nil
+	}
+	return b.cmd, b.done
+}
+
+// exited reports whether done is closed.
+func exited(done chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
+// signalGroup signals the process group led by pid, or pid alone.
+func signalGroup(pid int, sig syscall.Signal) error {
+	err := syscall.Kill(-pid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		err = syscall.Kill(pid, sig)
+	}
+	if errors.Is(err, syscall.ESRCH) {
+		return nil // already gone
+	}
+	if err != nil {
+		return fmt.Errorf("signal %v to pid %d: %w", sig, pid, err)
+	}
+	return nil
+}
+
+// appendFile appends data to the file at path, creating it if needed.
+func appendFile(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("append to %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("append to %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("append to %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package kafkatest_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sharerelay/sharerelay/integration/kafkatest"
+)
+
+func TestMain(m *testing.M) { kafkatest.Main(m) }
+
+func TestLocalBrokerSupportsShareGroupsAndTransactions(t *testing.T) {
+	seeds := kafkatest.Bootstrap(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("ApiVersions: %v", err)
+	}
+	features := map[string]int16{}
+	for _, f := range resp.FinalizedFeatures {
+		features[f.Name] = f.MaxVersionLevel
+		t.Logf("finalized feature %s = %d (min %d)", f.Name, f.MaxVersionLevel, f.MinVersionLevel)
+	}
+	if v := features["share.version"]; v < 1 {
+		t.Errorf("share.version = %d, want >= 1", v)
+	}
+	if v := features["transaction.version"]; v < 2 {
+		t.Errorf("transaction.version = %d, want >= 2", v)
+	}
+
+	topic := kafkatest.NewTopic(t, seeds, 1)
+	produceCommitted(ctx, t, seeds, topic, "txn-"+topic, "hello")
+	if got := consumeOne(ctx, t, seeds, topic); got != "hello" {
+		t.Fatalf("read_committed value = %q, want %q", got, "hello")
+	}
+}
+
+func TestBrokerRestartKeepsData(t *testing.T) {
+	b := kafkatest.LocalBroker(t)
+	seeds := []string{b.Addr()}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	topic := kafkatest.NewTopic(t, seeds, 1)
+	produceCommitted(ctx, t, seeds, topic, "txn-"+topic, "survives")
+
+	if err := b.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	if err := b.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("restart after kill -9 took %s", time.Since(began).Round(time.Millisecond))
+
+	if got := consumeOne(ctx, t, seeds, topic); got != "survives" {
+		t.Fatalf("value after restart = %q, want %q", got, "survives")
+	}
+}
+
+// produceCommitted writes one record in a committed transaction.
+func produceCommitted(ctx context.Context, t *testing.T, seeds []string, topic, txnID, value string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID(txnID), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatalf("begin transaction: %v", err)
+	}
+	if err := cl.ProduceSync(ctx, kgo.StringRecord(value)).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+}
+
+// consumeOne reads the first record of topic with read_committed isolation.
+func consumeOne(ctx context.Context, t *testing.T, seeds []string, topic string) string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelDebug, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("no record in %s: %v", topic, err)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Logf("fetch %s[%d]: %v", topic, p, err) })
+		if recs := fs.Records(); len(recs) > 0 {
+			return string(recs[0].Value)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package kafkatest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+)
+
+// pomRelPath is where the broker's pom.xml lives, relative to the repo root.
+const pomRelPath = "integration/kafka/pom.xml"
+
+// ErrToolMissing reports that java, or mvn while the jars are not cached,
+// is not installed. Test helpers skip rather than fail on it.
+var ErrToolMissing = errors.New("kafkatest: required tool missing")
+
+// findPom locates integration/kafka/pom.xml by walking up from the working
+// directory and, failing that, relative to this source file.
+func findPom() (string, error) {
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if _, file, _, ok := runtime.Caller(0); ok {
+		starts = append(starts, filepath.Dir(file))
+	}
+	for _, dir := range starts {
+		for {
+			p := filepath.Join(dir, pomRelPath)
+			if _, err := os.Stat(p); err == nil {
+				return p, nil
+			}
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				break // repo root reached without a pom
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
+	return "", fmt.Errorf("find %s from the working directory or the kafkatest sources: not found", pomRelPath)
+}
+
+var kafkaVersionRE = regexp.MustCompile(`<kafka\.version>\s*([^<\s]+)\s*</kafka\.version>`)
+
+// pomKafkaVersion reads the kafka.version property of the pom.
+func pomKafkaVersion(pom string) (string, error) {
+	b, err := os.ReadFile(pom)
+	if err != nil {
+		return "", fmt.Errorf("read pom: %w", err)
+	}
+	m := kafkaVersionRE.FindSubmatch(b)
+	if m == nil {
+		return "", fmt.Errorf("no <kafka.version> property in %s", pom)
+	}
+	return string(m[1]), nil
+}
+
+// cacheRoot is $SHARERELAY_CACHE, or $HOME/.cache/sharerelay (the user
+// cache directory).
+func cacheRoot() (string, error) {
+	if d := os.Getenv("SHARERELAY_CACHE"); d != "" {
+		return d, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("locate cache directory (set SHARERELAY_CACHE): %w", err)
+	}
+	return filepath.Join(d, "sharerelay"), nil
+}
+
+// hasJar reports whether dir holds the kafka_2.13 jar of version.
+func hasJar(dir, version string) bool {
+	_, err := os.Stat(filepath.Join(dir, "kafka_2.13-"+version+".jar"))
+	return err == nil
+}
+
+// ensureJars returns the directory with the Kafka jars, running
+// `mvn dependency:copy-dependencies` into the cache when it is empty.
+// Concurrent callers (parallel test binaries) each copy into a private
+// directory and rename it into place; the first rename wins.
+func ensureJars(ctx context.Context) (string, error) {
+	pom, err := findPom()
+	if err != nil {
+		return "", err
+	}
+	version, err := pomKafkaVersion(pom)
+	if err != nil {
+		return "", err
+	}
+	root, err := cacheRoot()
+	if err != nil {
+		return "", err
+	}
+	lib := filepath.Join(root, "kafka-"+version, "lib")
+	if hasJar(lib, version) {
+		return lib, nil
+	}
+	mvn, err := exec.LookPath("mvn")
+	if err != nil {
+		return "", fmt.Errorf("%w: mvn not in PATH and Kafka %s jars not cached in %s", ErrToolMissing, version, lib)
+	}
+	if err := os.MkdirAll(filepath.Dir(lib), 0o755); err != nil {
+		return "", fmt.Errorf("create jar cache: %w", err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(lib), "lib.tmp-")
+	if err != nil {
+		return "", fmt.Errorf("create jar cache: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	cmd := exec.CommandContext(ctx, mvn, "-q", "-B", "-f", pom,
+		"dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+tmp)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("fetch Kafka %s jars with mvn: %w\n%s", version, err, out)
+	}
+	if !hasJar(tmp, version) {
+		return "", fmt.Errorf("fetch Kafka %s jars with mvn: kafka_2.13-%s.jar missing from output", version, version)
+	}
+	if err := os.Rename(tmp, lib); err != nil && !hasJar(lib, version) {
+		// A partial directory left by an interrupted manual copy.
+		if err := os.RemoveAll(lib); err != nil {
+			return "", fmt.Errorf("replace incomplete jar cache: %w", err)
+		}
+		if err := os.Rename(tmp, lib); err != nil && !hasJar(lib, version) {
+			return "", fmt.Errorf("move jars into cache: %w", err)
+		}
+	}
+	return lib, nil
+}
+
+// javaPath finds java in $JAVA_HOME/bin or PATH.
+func javaPath() (string, error) {
+	if home := os.Getenv("JAVA_HOME"); home != "" {
+		p := filepath.Join(home, "bin", "java")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("java")
+	if err != nil {
+		return "", fmt.Errorf("%w: java not in PATH or JAVA_HOME", ErrToolMissing)
+	}
+	return p, nil
+}

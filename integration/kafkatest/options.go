@@ -1,0 +1,65 @@
+package kafkatest
+
+import "time"
+
+// ClusterID is the fixed KRaft cluster id every local broker is formatted
+// with. A fixed id saves one JVM launch (StorageTool random-uuid); it is the
+// default id of the official apache/kafka Docker image.
+const ClusterID = "5L6g3nShT-eMCtK--X86sw"
+
+// DefaultStartTimeout bounds how long [Broker.Start] waits for the broker to
+// become ready when [Options.StartTimeout] is zero.
+const DefaultStartTimeout = 90 * time.Second
+
+// Options configures a local broker started by [StartLocal].
+// The zero value is ready to use.
+type Options struct {
+	// Dir is the broker directory holding server.properties, the log file
+	// and the data. Empty means a new temporary directory.
+	// An already formatted directory is reused as it is.
+	Dir string
+
+	// Port is the broker (PLAINTEXT) port on 127.0.0.1; 0 picks a free one.
+	Port int
+
+	// ControllerPort is the KRaft controller port on 127.0.0.1; 0 picks a
+	// free one.
+	ControllerPort int
+
+	// AdvertisedAddr, when set ("host:port"), is the address the broker
+	// advertises to clients in metadata, for example a proxy in front of
+	// it. The broker still listens on 127.0.0.1:Port.
+	AdvertisedAddr string
+
+	// Properties adds or overrides broker properties
+	// (server.properties keys). An empty value removes a default property.
+	Properties map[string]string
+
+	// LibDir is the directory with the Kafka jars. Empty means the
+	// per-version cache, filled with mvn when needed.
+	LibDir string
+
+	// JVMArgs replaces the default JVM flags (heap and GC settings) when
+	// not nil.
+	JVMArgs []string
+
+	// StartTimeout bounds the wait for readiness; 0 means
+	// [DefaultStartTimeout].
+	StartTimeout time.Duration
+
+	// Detached starts the JVM in its own session so that it outlives the
+	// Go process. Otherwise the JVM gets SIGKILL when the process that
+	// started it dies (on Linux).
+	Detached bool
+}
+
+// defaultJVMArgs favour start-up time and a small footprint over
+// throughput: functional tests only.
+var defaultJVMArgs = []string{
+	"-Xms256m", "-Xmx512m",
+	"-XX:+UseSerialGC",
+	"-XX:TieredStopAtLevel=1",
+	"-XX:-UsePerfData",
+	"-XX:+ExitOnOutOfMemoryError",
+	"-Djava.awt.headless=true",
+}

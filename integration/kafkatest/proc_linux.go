@@ -1,0 +1,13 @@
+package kafkatest
+
+import "syscall"
+
+// sysProcAttr puts the JVM in its own process group (or session when
+// detached) so signals reach it alone, and on Linux makes the kernel
+// SIGKILL an attached JVM when the Go process that started it dies.
+func sysProcAttr(detached bool) *syscall.SysProcAttr {
+	if detached {
+		return &syscall.SysProcAttr{Setsid: true}
+	}
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}

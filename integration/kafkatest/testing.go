@@ -1,0 +1,190 @@
+package kafkatest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Environment variables read by the test helpers.
+const (
+	// EnvBootstrap lists the seed brokers of an external cluster
+	// (comma separated); when set, no local broker is started.
+	EnvBootstrap = "KAFKA_BOOTSTRAP_SERVERS"
+	// EnvRequireBroker, when "1", turns "no broker available" skips into
+	// failures.
+	EnvRequireBroker = "SHARERELAY_REQUIRE_BROKER"
+)
+
+// sharedStartTimeout covers fetching the jars with mvn plus the start.
+const sharedStartTimeout = 5 * time.Minute
+
+// shared is the local broker of this test binary, started at most once.
+var shared struct {
+	once    sync.Once
+	broker  *Broker
+	err     error
+	elapsed time.Duration
+	logged  atomic.Bool
+}
+
+// Main runs the tests of a test binary and then stops the local broker if
+// a test started one. Call it from TestMain:
+//
+//	func TestMain(m *testing.M) { kafkatest.Main(m) }
+//
+// It starts nothing itself. When tests failed, the broker directory (with
+// broker.log) is kept and its path printed; otherwise it is removed.
+func Main(m *testing.M) {
+	code := m.Run()
+	if b := shared.broker; b != nil {
+		if err := b.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "kafkatest: %v\n", err)
+		}
+		if code != 0 {
+			fmt.Fprintf(os.Stderr, "kafkatest: tests failed; broker log kept at %s (directory %s)\n", b.LogPath(), b.Dir())
+		} else if err := os.RemoveAll(b.Dir()); err != nil {
+			fmt.Fprintf(os.Stderr, "kafkatest: remove broker directory: %v\n", err)
+		}
+	}
+	os.Exit(code)
+}
+
+// Bootstrap returns the seed brokers tests should use: those in
+// KAFKA_BOOTSTRAP_SERVERS if set, otherwise the address of this test
+// binary's local JVM broker, started on first use. It skips the test when
+// java or mvn is missing (fails instead with SHARERELAY_REQUIRE_BROKER=1)
+// and fails it when the broker cannot start.
+func Bootstrap(t testing.TB) []string {
+	t.Helper()
+	if seeds := externalSeeds(); len(seeds) > 0 {
+		return seeds
+	}
+	return []string{sharedBroker(t).Addr()}
+}
+
+// LocalBroker returns this test binary's local broker, starting it if
+// needed, for tests that kill or restart it. Such tests must not run in
+// parallel with others. If the test leaves the broker stopped, it is
+// restarted when the test ends. The test is skipped when
+// KAFKA_BOOTSTRAP_SERVERS points at an external cluster, which it cannot
+// restart.
+func LocalBroker(t testing.TB) *Broker {
+	t.Helper()
+	if len(externalSeeds()) > 0 {
+		t.Skipf("kafkatest: %s is set; an external cluster cannot be killed or restarted", EnvBootstrap)
+	}
+	b := sharedBroker(t)
+	t.Cleanup(func() {
+		if b.Running() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultStartTimeout)
+		defer cancel()
+		if err := b.Start(ctx); err != nil {
+			t.Errorf("kafkatest: restart the broker left stopped by the test: %v", err)
+		}
+	})
+	return b
+}
+
+// externalSeeds parses KAFKA_BOOTSTRAP_SERVERS.
+func externalSeeds() []string {
+	var seeds []string
+	for _, s := range strings.Split(os.Getenv(EnvBootstrap), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			seeds = append(seeds, s)
+		}
+	}
+	return seeds
+}
+
+// sharedBroker starts the binary's broker once and returns it, or skips or
+// fails the test.
+func sharedBroker(t testing.TB) *Broker {
+	t.Helper()
+	shared.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), sharedStartTimeout)
+		defer cancel()
+		began := time.Now()
+		shared.broker, shared.err = StartLocal(ctx, Options{})
+		shared.elapsed = time.Since(began)
+	})
+	if err := shared.err; err != nil {
+		if errors.Is(err, ErrToolMissing) && os.Getenv(EnvRequireBroker) != "1" {
+			t.Skipf("kafkatest: no Kafka broker (set %s, or install java and mvn): %v", EnvBootstrap, err)
+		}
+		t.Fatalf("kafkatest: local broker: %v", err)
+	}
+	if shared.logged.CompareAndSwap(false, true) {
+		t.Logf("kafkatest: local broker %s ready in %s (log %s)", shared.broker.Addr(), shared.elapsed.Round(time.Millisecond), shared.broker.LogPath())
+	}
+	return shared.broker
+}
+
+var (
+	topicSeq     atomic.Int64
+	topicUnsafe  = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
+	topicRunSalt = strconv.FormatInt(time.Now().UnixNano()%(1<<32), 36)
+)
+
+// NewTopic creates a topic with the given number of partitions and
+// replication factor 1, named after the test and unique across runs, and
+// returns its name. The topic is deleted when the test ends.
+func NewTopic(t testing.TB, seeds []string, partitions int32) string {
+	t.Helper()
+	name := topicUnsafe.ReplaceAllString(t.Name(), "_")
+	if len(name) > 180 {
+		name = name[:180]
+	}
+	name = fmt.Sprintf("t-%s-%s-%d", name, topicRunSalt, topicSeq.Add(1))
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatalf("kafkatest: new topic: client: %v", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("kafkatest: create topic %s: %v", name, err)
+	}
+	t.Cleanup(func() { deleteTopic(t, seeds, name) })
+	return name
+}
+
+// deleteTopic deletes a test topic, logging (not failing on) errors: the
+// broker may have been stopped by the test.
+func deleteTopic(t testing.TB, seeds []string, name string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RequestRetries(1))
+	if err != nil {
+		t.Logf("kafkatest: delete topic %s: %v", name, err)
+		return
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).DeleteTopic(ctx, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Logf("kafkatest: delete topic %s: %v", name, err)
+	}
+}

@@ -1,0 +1,64 @@
+package integration
+
+import (
+	"syscall"
+	"testing"
+	"time"
+)
+
+// bookNestTransforms are the BookNest rules of configs/booknest-packing.yaml.
+const bookNestTransforms = `
+  - {type: fail, kind: permanent, reason: bad address, when: {field: order_id, modulo: 500, remainder: 0}}
+  - {type: fail, kind: retry, reason: printer jam, when: {field: order_id, modulo: 7, remainder: 0, max_delivery_count: 1}}
+  - {type: set, field: status, value: packing}`
+
+func TestRealBrokerBookNestWithTwoProcesses(t *testing.T) {
+	seeds := seedsFor(t)
+	for _, delivery := range []string{"at-least-once", "exactly-once"} {
+		t.Run(delivery, func(t *testing.T) {
+			p := newPipe(t, seeds, pipeOpts{Delivery: delivery, Workers: 2, Transforms: bookNestTransforms})
+			seedOrders(t, p, 1, 2000)
+			a := startRelay(t, p, "a")
+			b := startRelay(t, p, "b")
+			o := settled(t, p, 2000, 3*time.Minute)
+			exactlyOnce(t, o, 2000, 4)
+			if o.Jobs.Records != 1996 {
+				t.Fatalf("packing jobs = %d, want 1996", o.Jobs.Records)
+			}
+			for _, pr := range []*proc{a, b} {
+				pr.signal(syscall.SIGTERM)
+				if code, err := pr.wait(30 * time.Second); err != nil || code != 0 {
+					t.Fatalf("relay %s after SIGTERM: exit %d, %v; want 0", pr.name, code, err)
+				}
+			}
+		})
+	}
+}
+
+func TestRealBrokerSIGTERMMidStreamLosesNothing(t *testing.T) {
+	seeds := seedsFor(t)
+	const n = 3000
+	// 10 ms per record keeps the stream going long enough to stop it in
+	// the middle of a batch.
+	p := newPipe(t, seeds, pipeOpts{Workers: 2, MaxRecords: 20, Transforms: `[{type: delay, duration: 10ms}]`})
+	seedOrders(t, p, 1, n)
+	a := startRelay(t, p, "a")
+	waitFor(t, p, 2*time.Minute, "some output", func(o outcome) bool { return o.Jobs.Records >= 200 })
+	a.signal(syscall.SIGTERM)
+	start := time.Now()
+	if code, err := a.wait(30 * time.Second); err != nil || code != 0 {
+		t.Fatalf("relay after SIGTERM: exit %d, %v; want 0", code, err)
+	}
+	t.Logf("relay stopped %s after SIGTERM", time.Since(start).Round(time.Millisecond))
+	mid, err := measure(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mid.Jobs.BySource) >= n {
+		t.Fatalf("the relay finished before SIGTERM (%v); the test did not stop it mid-stream", mid)
+	}
+	// A new process with the same instance name finishes the work.
+	startRelay(t, p, "a")
+	o := settled(t, p, n, 3*time.Minute)
+	exactlyOnce(t, o, n, 0)
+}
