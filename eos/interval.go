@@ -1,6 +1,9 @@
 package eos
 
-import "sort"
+import (
+	"math"
+	"sort"
+)
 
 // Range is an inclusive range of source offsets.
 type Range struct {
@@ -41,10 +44,19 @@ func (s *IntervalSet) Add(first, last int64) {
 	if first > last {
 		return
 	}
-	// i: first range that ends at or after first-1 (could merge).
-	i := sort.Search(len(s.rs), func(i int) bool { return s.rs[i].Last >= first-1 })
+	// lo and hi are the neighbours that merge with [first, last],
+	// clamped so the extremes do not overflow.
+	lo, hi := first, last
+	if lo > math.MinInt64 {
+		lo--
+	}
+	if hi < math.MaxInt64 {
+		hi++
+	}
+	// i: first range that ends at or after lo (could merge).
+	i := sort.Search(len(s.rs), func(i int) bool { return s.rs[i].Last >= lo })
 	j := i
-	for j < len(s.rs) && s.rs[j].First <= last+1 {
+	for j < len(s.rs) && s.rs[j].First <= hi {
 		first = min(first, s.rs[j].First)
 		last = max(last, s.rs[j].Last)
 		j++

@@ -371,3 +371,20 @@ func exactlyOnce(t *testing.T, o outcome, n, wantDLQ int) {
 // duplicated returns how many source records appear more than once in the
 // output.
 func duplicated(o outcome) int { return len(o.Jobs.Duplicates()) }
+
+// restartBroker kills the local broker with SIGKILL and starts it again on
+// the same data directory (a crash, not a clean shutdown).
+func restartBroker(t *testing.T) {
+	t.Helper()
+	b := kafkatest.LocalBroker(t)
+	if err := b.Kill(); err != nil {
+		t.Fatalf("killing the broker: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	if err := b.Start(ctx); err != nil {
+		t.Fatalf("restarting the broker: %v", err)
+	}
+	t.Logf("broker killed -9 and restarted in %s", time.Since(start).Round(time.Millisecond))
+}

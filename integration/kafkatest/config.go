@@ -17,7 +17,8 @@ type property struct {
 // except the listener and directory settings added by serverProperties.
 // Every name and range was checked against the 4.3.1 jars
 // (GroupCoordinatorConfig, ShareGroupConfig, ShareCoordinatorConfig,
-// TransactionStateManagerConfig, TransactionLogConfig, CleanerConfig).
+// TransactionStateManagerConfig, TransactionLogConfig, CleanerConfig,
+// KRaftConfigs, ServerConfigs, ServerLogConfigs, SocketServerConfigs).
 func defaultProperties() []property {
 	return []property{
 		// One node: internal topics need RF 1 and min.isr 1 (defaults
@@ -52,6 +53,10 @@ func defaultProperties() []property {
 		// group.share.min.delivery.count.limit is already at its
 		// minimum (default 2, range [2, 5]), so it is left alone.
 		{"transaction.abort.timed.out.transaction.cleanup.interval.ms", "1000", "default 10000"},
+		// After kill -9 the restarted node cannot register until the
+		// controller expires its previous incarnation's session.
+		{"broker.heartbeat.interval.ms", "500", "default 2000"},
+		{"broker.session.timeout.ms", "4000", "default 9000; restart after kill -9 waits this long"},
 	}
 }
 

@@ -1,0 +1,187 @@
+package integration
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sharerelay/sharerelay/internal/failpoint"
+)
+
+// The failure windows of the exactly-once issue, each on the real broker:
+// at-least-once must show the duplicate (so the test can fail), and
+// exactly-once must show exactly one output per source record.
+//
+// Shortened defaults (set per share group through source.group_configs,
+// allowed because the test broker lowers group.share.min.record.lock.duration.ms
+// to 1000): share.record.lock.duration.ms 30000 → 2000–3000, and
+// share.delivery.count.limit 5 → 3 where dead letters are involved.
+
+type mode struct {
+	delivery string
+	// exact: the outcome must be exactly once; otherwise it must show a
+	// duplicate.
+	exact bool
+}
+
+var modes = []mode{{"at-least-once", false}, {"exactly-once", true}}
+
+// judge checks the window's outcome for the mode.
+func judge(t *testing.T, m mode, o outcome, n, wantDLQ int) {
+	t.Helper()
+	if m.exact {
+		exactlyOnce(t, o, n, wantDLQ)
+		t.Logf("exactly once: %v", o)
+		return
+	}
+	if duplicated(o) == 0 {
+		t.Fatalf("at-least-once showed no duplicate, so this test cannot tell the protocols apart: %v", o)
+	}
+	t.Logf("at-least-once duplicated %d source records, as expected: %v", duplicated(o), o)
+}
+
+func fp(spec string) string { return failpoint.EnvVar + "=" + spec }
+
+// Window 1: crash after the commit succeeded, before the ACCEPT reached the
+// broker. The records come back and are written again at-least-once.
+func TestRealBrokerWindow1CrashAfterCommitBeforeAck(t *testing.T) {
+	seeds := seedsFor(t)
+	for _, m := range modes {
+		t.Run(m.delivery, func(t *testing.T) {
+			const n = 300
+			p := newPipe(t, seeds, pipeOpts{Delivery: m.delivery, Workers: 1, MaxRecords: 20})
+			seedOrders(t, p, 1, n)
+			a := startRelay(t, p, "a", fp(failpoint.AfterCommitBeforeAck+"=kill@3"))
+			if code, err := a.wait(2 * time.Minute); err != nil || code != 128+int(syscall.SIGKILL) {
+				t.Fatalf("relay a: exit %d, %v; want killed by the failpoint", code, err)
+			}
+			startRelay(t, p, "b")
+			judge(t, m, settled(t, p, n, 2*time.Minute), n, 0)
+		})
+	}
+}
+
+// Window 2: the lock expires while the batch is still transforming; another
+// worker gets the records and both commit.
+func TestRealBrokerWindow2LockExpiresDuringSlowTransform(t *testing.T) {
+	seeds := seedsFor(t)
+	for _, m := range modes {
+		t.Run(m.delivery, func(t *testing.T) {
+			const n = 200
+			p := newPipe(t, seeds, pipeOpts{
+				Delivery: m.delivery, Workers: 2, MaxRecords: 20, RenewLocks: false,
+				GroupConfigs: map[string]string{"share.record.lock.duration.ms": "2000"},
+				// Every 50th order is slow (3 s, past the 2 s lock) on
+				// its first delivery only.
+				Transforms: `[{type: delay, duration: 3s, when: {field: order_id, modulo: 50, remainder: 0, max_delivery_count: 1}}]`,
+			})
+			seedOrders(t, p, 1, n)
+			startRelay(t, p, "a")
+			judge(t, m, settled(t, p, n, 3*time.Minute), n, 0)
+		})
+	}
+}
+
+// Window 3: a worker stalls between producing and committing (a GC pause, a
+// stopped process) past its lock; another worker processes the records; the
+// stalled one then commits late.
+func TestRealBrokerWindow3StalledPastTheLockThenCommits(t *testing.T) {
+	seeds := seedsFor(t)
+	for _, m := range modes {
+		t.Run(m.delivery, func(t *testing.T) {
+			const n = 300
+			p := newPipe(t, seeds, pipeOpts{
+				Delivery: m.delivery, Workers: 1, MaxRecords: 20, RenewLocks: false,
+				GroupConfigs: map[string]string{"share.record.lock.duration.ms": "2000"},
+			})
+			seedOrders(t, p, 1, n)
+			// a stalls 5 s before its 3rd commit: past the 2 s lock, within
+			// its 10 s transaction timeout, so the late commit succeeds.
+			startRelay(t, p, "a", fp(failpoint.BeforeCommit+"=sleep(5s)@3"))
+			startRelay(t, p, "b")
+			judge(t, m, settled(t, p, n, 3*time.Minute), n, 0)
+		})
+	}
+}
+
+// Window 3, for real: SIGSTOP a relay past its lock and SIGCONT it while
+// another one keeps working. Whether at-least-once duplicates depends on
+// where the process stops, so only exactly-once is judged.
+func TestRealBrokerWindow3ZombieSIGSTOP(t *testing.T) {
+	seeds := seedsFor(t)
+	const n = 2000
+	p := newPipe(t, seeds, pipeOpts{
+		Workers: 2, MaxRecords: 20, RenewLocks: false, TxnTimeout: "2s",
+		GroupConfigs: map[string]string{"share.record.lock.duration.ms": "3000"},
+		Transforms:   `[{type: delay, duration: 5ms}]`,
+	})
+	seedOrders(t, p, 1, n)
+	a := startRelay(t, p, "a")
+	startRelay(t, p, "b")
+	for i := 0; i < 3; i++ {
+		waitFor(t, p, time.Minute, "progress", func(o outcome) bool { return o.Jobs.Records >= (i+1)*300 })
+		a.signal(syscall.SIGSTOP)
+		time.Sleep(5 * time.Second)
+		a.signal(syscall.SIGCONT)
+	}
+	exactlyOnce(t, settled(t, p, n, 3*time.Minute), n, 0)
+}
+
+// Window 4: an ambiguous commit — EndTxn succeeded but its answer was lost.
+func TestRealBrokerWindow4AmbiguousCommit(t *testing.T) {
+	seeds := seedsFor(t)
+	for _, m := range modes {
+		t.Run(m.delivery, func(t *testing.T) {
+			const n = 300
+			p := newPipe(t, seeds, pipeOpts{Delivery: m.delivery, Workers: 1, MaxRecords: 20})
+			seedOrders(t, p, 1, n)
+			startRelay(t, p, "a", fp(failpoint.EndTxnResponseLost+"=error@2"))
+			judge(t, m, settled(t, p, n, 2*time.Minute), n, 0)
+		})
+	}
+}
+
+// Window 5: a broker restart loses the delivery counts that were never
+// persisted, so a record that was delivered and committed comes back as
+// if new (delivery count 1). Relay a commits a batch and dies before its
+// ACCEPT; the broker is killed -9 and restarted; relay b takes over.
+func TestRealBrokerWindow5BrokerRestartAfterCommit(t *testing.T) {
+	seeds := seedsFor(t)
+	for _, m := range modes {
+		t.Run(m.delivery, func(t *testing.T) {
+			const n = 300
+			p := newPipe(t, seeds, pipeOpts{Delivery: m.delivery, Workers: 1, MaxRecords: 20})
+			seedOrders(t, p, 1, n)
+			a := startRelay(t, p, "a", fp(failpoint.AfterCommitBeforeAck+"=kill@3"))
+			if code, err := a.wait(2 * time.Minute); err != nil || code != 128+int(syscall.SIGKILL) {
+				t.Fatalf("relay a: exit %d, %v; want killed by the failpoint", code, err)
+			}
+			restartBroker(t)
+			startRelay(t, p, "b")
+			judge(t, m, settled(t, p, n, 3*time.Minute), n, 0)
+		})
+	}
+}
+
+// A record that fails on its last allowed attempt is dead-lettered once,
+// even when the relay is killed just before that transaction commits: the
+// broker's spare delivery gives the relay another chance, and the broker
+// never archives the record silently.
+func TestRealBrokerKillOnTheLastAttemptStillDeadLettersOnce(t *testing.T) {
+	seeds := seedsFor(t)
+	const n = 200
+	p := newPipe(t, seeds, pipeOpts{
+		Workers: 1, MaxRecords: 20,
+		// Limit 3: attempts 1 and 2 are the relay's, 3 is the spare.
+		GroupConfigs: map[string]string{"share.delivery.count.limit": "3"},
+		Transforms:   `[{type: fail, kind: retry, reason: always fails, when: {field: order_id, modulo: 20, remainder: 0}}]`,
+	})
+	seedOrders(t, p, 1, n)
+	a := startRelay(t, p, "a", fp(failpoint.BeforeDeadLetterCommit+"=kill@1"))
+	if code, err := a.wait(2 * time.Minute); err != nil || code != 128+int(syscall.SIGKILL) {
+		t.Fatalf("relay a: exit %d, %v; want killed by the failpoint", code, err)
+	}
+	startRelay(t, p, "b")
+	o := settled(t, p, n, 3*time.Minute)
+	exactlyOnce(t, o, n, n/20)
+}
