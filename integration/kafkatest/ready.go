@@ -21,6 +21,13 @@ import (
 // RUNNING."); testcontainers waits for the same line.
 const readyLine = "Transitioning from RECOVERY to RUNNING"
 
+// fatalLines in the log mean the start has failed even though the JVM
+// may take many seconds to exit.
+var fatalLines = []string{
+	"Exiting Kafka due to fatal exception",
+	"Address already in use",
+}
+
 // errPortInUse marks a start that failed because a port was taken.
 var errPortInUse = errors.New("port already in use")
 
@@ -59,8 +66,16 @@ func (b *Broker) waitReady(ctx context.Context, timeout time.Duration, offset in
 		case <-tick.C:
 		}
 		if !running {
-			running = logContains(b.LogPath(), offset, readyLine)
-			if !running {
+			log, err := readFrom(b.LogPath(), offset, -1)
+			if err != nil {
+				return err
+			}
+			for _, l := range fatalLines {
+				if bytes.Contains(log, []byte(l)) {
+					return fmt.Errorf("broker failed to start (%q in the log)", l)
+				}
+			}
+			if running = bytes.Contains(log, []byte(readyLine)); !running {
 				continue
 			}
 		}
@@ -132,12 +147,6 @@ func probe(ctx context.Context, cl *kgo.Client) error {
 		}
 	}
 	return nil
-}
-
-// logContains reports whether the file at path contains s after offset.
-func logContains(path string, offset int64, s string) bool {
-	b, err := readFrom(path, offset, -1)
-	return err == nil && bytes.Contains(b, []byte(s))
 }
 
 // logTail returns the last lines written to the file at path after offset.

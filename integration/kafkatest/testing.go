@@ -123,7 +123,7 @@ func sharedBroker(t testing.TB) *Broker {
 	})
 	if err := shared.err; err != nil {
 		if errors.Is(err, ErrToolMissing) && os.Getenv(EnvRequireBroker) != "1" {
-			t.Skipf("kafkatest: no Kafka broker (set %s, or install java and mvn): %v", EnvBootstrap, err)
+			t.Skipf("no Kafka broker (set %s, or install java and mvn): %v", EnvBootstrap, err)
 		}
 		t.Fatalf("kafkatest: local broker: %v", err)
 	}
