@@ -59,12 +59,32 @@ type pending struct {
 	Key        PartKey `json:"key"`
 	Ranges     []Range `json:"ranges"`
 	ProducerID int64   `json:"producer_id"`
+	done       bool    // resolved; removed from partState.pending lazily
 }
 
 type partState struct {
 	key       PartKey
 	committed IntervalSet
-	pending   []*pending // in ledger order
+	pending   []*pending // in ledger order; entries with done set are dropped lazily
+	nDone     int
+}
+
+// live returns the pending claims still unresolved, compacting the slice
+// when enough are resolved (a marker can resolve thousands of claims; lazy
+// removal keeps that linear).
+func (ps *partState) live() []*pending {
+	if ps.nDone > 0 {
+		out := ps.pending[:0]
+		for _, p := range ps.pending {
+			if !p.done {
+				out = append(out, p)
+			}
+		}
+		clear(ps.pending[len(out):])
+		ps.pending = out
+		ps.nDone = 0
+	}
+	return ps.pending
 }
 
 type producerKey struct {
@@ -169,11 +189,10 @@ func (x *Index) ApplyMarker(pos Pos, pid int64, commit bool) {
 				ps.committed.Add(r.First, r.Last)
 			}
 		}
-		for i, q := range ps.pending {
-			if q == p {
-				ps.pending = append(ps.pending[:i], ps.pending[i+1:]...)
-				break
-			}
+		p.done = true
+		ps.nDone++
+		if ps.nDone*2 > len(ps.pending) {
+			ps.live() // amortised: keeps memory bounded by live claims
 		}
 		if x.watch[p.Pos] {
 			if commit {
@@ -214,8 +233,10 @@ func (x *Index) Check(pos Pos, k PartKey, offsets []int64) (conflict []bool, wai
 	}
 	ps := x.parts[keyOf(k)]
 	mine := -1
+	var live []*pending
 	if ps != nil {
-		for i, p := range ps.pending {
+		live = ps.live()
+		for i, p := range live {
 			if p.Pos == pos {
 				mine = i
 				break
@@ -231,7 +252,7 @@ func (x *Index) Check(pos Pos, k PartKey, offsets []int64) (conflict []bool, wai
 			conflict[i] = true
 			continue
 		}
-		for _, p := range ps.pending[:mine] {
+		for _, p := range live[:mine] {
 			if overlaps(p.Ranges, o) {
 				wait = true
 				break
@@ -265,7 +286,7 @@ func (x *Index) Stats() Stats {
 	for _, ps := range x.parts {
 		s.Partitions++
 		s.Ranges += ps.committed.Len()
-		s.Pending += len(ps.pending)
+		s.Pending += len(ps.pending) - ps.nDone
 	}
 	return s
 }
@@ -296,7 +317,7 @@ func (x *Index) Snapshot() *Snapshot {
 		if ps.committed.Len() > 0 {
 			s.Committed = append(s.Committed, SnapshotPart{Key: ps.key, Ranges: append([]Range(nil), ps.committed.Ranges()...)})
 		}
-		for _, p := range ps.pending {
+		for _, p := range ps.live() {
 			s.Pending = append(s.Pending, *p)
 		}
 	}

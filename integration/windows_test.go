@@ -156,7 +156,7 @@ func TestRealBrokerWindow5BrokerRestartAfterCommit(t *testing.T) {
 			if code, err := a.wait(2 * time.Minute); err != nil || code != 128+int(syscall.SIGKILL) {
 				t.Fatalf("relay a: exit %d, %v; want killed by the failpoint", code, err)
 			}
-			restartBroker(t)
+			restartBroker(t, seeds, p.Output, p.DLQ, p.Name+".ledger")
 			startRelay(t, p, "b")
 			judge(t, m, settled(t, p, n, 3*time.Minute), n, 0)
 		})
