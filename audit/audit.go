@@ -51,9 +51,25 @@ func ReadUncommitted(ctx context.Context, opts []kgo.Opt, topics ...string) (Tal
 
 func read(ctx context.Context, opts []kgo.Opt, committed bool, topics []string) (Tally, error) {
 	t := Tally{BySource: make(map[lineage.Source]int)}
+	err := scan(ctx, opts, committed, topics, nil, func(r *kgo.Record) {
+		t.Records++
+		src, ok := lineage.SourceOf(r)
+		if !ok {
+			t.Unlabelled++
+			return
+		}
+		t.BySource[src]++
+	})
+	return t, err
+}
+
+// scan reads topics from their start to a snapshot of their ends (the last
+// stable offsets when committed) and calls onRecord for every data record
+// below it. onEnds, if set, sees the snapshot first.
+func scan(ctx context.Context, opts []kgo.Opt, committed bool, topics []string, onEnds func(kadm.ListedOffsets), onRecord func(*kgo.Record)) error {
 	admCl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return t, fmt.Errorf("audit: creating client: %w", err)
+		return fmt.Errorf("audit: creating client: %w", err)
 	}
 	adm := kadm.NewClient(admCl)
 	var ends kadm.ListedOffsets
@@ -63,11 +79,14 @@ func read(ctx context.Context, opts []kgo.Opt, committed bool, topics []string) 
 		ends, err = adm.ListEndOffsets(ctx, topics...)
 	}
 	admCl.Close()
-	if err != nil {
-		return t, fmt.Errorf("audit: listing end offsets of %v: %w", topics, err)
+	if err == nil {
+		err = ends.Error()
 	}
-	if err := ends.Error(); err != nil {
-		return t, fmt.Errorf("audit: listing end offsets of %v: %w", topics, err)
+	if err != nil {
+		return fmt.Errorf("audit: listing end offsets of %v: %w", topics, err)
+	}
+	if onEnds != nil {
+		onEnds(ends)
 	}
 	want := make(map[string]map[int32]kgo.Offset)
 	remaining := 0
@@ -82,7 +101,7 @@ func read(ctx context.Context, opts []kgo.Opt, committed bool, topics []string) 
 		remaining++
 	})
 	if remaining == 0 {
-		return t, nil
+		return nil
 	}
 	iso := kgo.ReadUncommitted()
 	if committed {
@@ -95,21 +114,21 @@ func read(ctx context.Context, opts []kgo.Opt, committed bool, topics []string) 
 		kgo.FetchMaxWait(500*time.Millisecond),
 	)...)
 	if err != nil {
-		return t, fmt.Errorf("audit: creating consumer: %w", err)
+		return fmt.Errorf("audit: creating consumer: %w", err)
 	}
 	defer cl.Close()
 	done := make(map[string]map[int32]bool)
 	for remaining > 0 {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return t, fmt.Errorf("audit: reading %v (%d partitions unfinished): %w", topics, remaining, ctx.Err())
+			return fmt.Errorf("audit: reading %v (%d partitions unfinished): %w", topics, remaining, ctx.Err())
 		}
 		var ferr error
 		fs.EachError(func(tp string, p int32, err error) {
 			ferr = fmt.Errorf("audit: reading %s[%d]: %w", tp, p, err)
 		})
 		if ferr != nil {
-			return t, ferr
+			return ferr
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			end, _ := ends.Lookup(r.Topic, r.Partition)
@@ -125,17 +144,10 @@ func read(ctx context.Context, opts []kgo.Opt, committed bool, topics []string) 
 					remaining--
 				}
 			}
-			if r.Attrs.IsControl() {
-				return
+			if !r.Attrs.IsControl() {
+				onRecord(r)
 			}
-			t.Records++
-			src, ok := lineage.SourceOf(r)
-			if !ok {
-				t.Unlabelled++
-				return
-			}
-			t.BySource[src]++
 		})
 	}
-	return t, nil
+	return nil
 }

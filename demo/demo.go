@@ -216,7 +216,7 @@ func measure(ctx context.Context, seeds []kgo.Opt, adm *kadm.Client, p *config.P
 	if err != nil {
 		return res, err
 	}
-	lag, err := relay.ShareGroupLag(mctx, adm, p.Source.Group, p.Source.Topics...)
+	lag, err := audit.ShareGroupLag(mctx, adm, p.Source.Group, p.Source.Topics...)
 	if err != nil {
 		return res, err
 	}
@@ -228,7 +228,7 @@ func measure(ctx context.Context, seeds []kgo.Opt, adm *kadm.Client, p *config.P
 		}
 	}
 	res.Unlabelled = jobs.Unlabelled + dlq.Unlabelled
-	res.Lag = relay.TotalLag(lag)
+	res.Lag = audit.TotalLag(lag)
 	return res, nil
 }
 

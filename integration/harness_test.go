@@ -19,7 +19,6 @@ import (
 
 	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/integration/kafkatest"
-	"github.com/sharerelay/sharerelay/relay"
 )
 
 // relayBin is the relay binary the tests run as real processes.
@@ -292,11 +291,11 @@ func measure(t *testing.T, p *pipe) (outcome, error) {
 		return o, err
 	}
 	defer cl.Close()
-	lag, err := relay.ShareGroupLag(ctx, kadm.NewClient(cl), p.Group, p.Source)
+	lag, err := audit.ShareGroupLag(ctx, kadm.NewClient(cl), p.Group, p.Source)
 	if err != nil {
 		return o, err
 	}
-	o.Lag = relay.TotalLag(lag)
+	o.Lag = audit.TotalLag(lag)
 	return o, nil
 }
 

@@ -62,3 +62,21 @@ func TestRealBrokerSIGTERMMidStreamLosesNothing(t *testing.T) {
 	o := settled(t, p, n, 3*time.Minute)
 	exactlyOnce(t, o, n, 0)
 }
+
+// An instance started under the name of one still running fences it: the
+// old one's producers are fenced, it stops with an error, and its records
+// go to the new one. Nothing is lost or written twice.
+func TestRealBrokerSameInstanceNameFencesTheZombie(t *testing.T) {
+	seeds := seedsFor(t)
+	const n = 2000
+	p := newPipe(t, seeds, pipeOpts{Workers: 2, MaxRecords: 20, Transforms: `[{type: delay, duration: 5ms}]`})
+	seedOrders(t, p, 1, n)
+	old := startRelay(t, p, "x")
+	waitFor(t, p, time.Minute, "progress", func(o outcome) bool { return o.Jobs.Records >= 200 })
+	startRelay(t, p, "x")
+	code, err := old.wait(time.Minute)
+	if err != nil || code == 0 {
+		t.Fatalf("the fenced instance exited %d (%v); want a non-zero exit", code, err)
+	}
+	exactlyOnce(t, settled(t, p, n, 3*time.Minute), n, 0)
+}

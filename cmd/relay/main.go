@@ -2,6 +2,7 @@
 //
 //	relay run -c configs/<pipeline>.yaml [--instance NAME]
 //	relay validate <file>...
+//	relay verify -c configs/<pipeline>.yaml [--json]
 //	relay demo
 //
 // run stops cleanly on SIGTERM or SIGINT: it stops polling, lets the batch in
@@ -33,6 +34,7 @@ import (
 const usage = `usage:
   relay run -c <pipeline.yaml> [--instance NAME] [--log-level info]
   relay validate <pipeline.yaml>...
+  relay verify -c <pipeline.yaml> [--json] [--timeout 5m]
   relay demo
 `
 
@@ -52,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdValidate(args[1:], stdout, stderr)
 	case "demo":
 		return cmdDemo(args[1:], stdout, stderr)
+	case "verify":
+		return cmdVerify(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

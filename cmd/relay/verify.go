@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sharerelay/sharerelay/audit"
+	"github.com/sharerelay/sharerelay/config"
+)
+
+// cmdVerify audits a pipeline after the fact: every source record must be
+// in the output or the dead letters exactly once. Exit 0 only when exact.
+func cmdVerify(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("c", "", "pipeline config file (YAML)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *cfgPath == "" {
+		fmt.Fprintln(stderr, "relay verify: -c <pipeline.yaml> is required")
+		return 2
+	}
+	p, err := config.Load(*cfgPath)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	rep, err := audit.Verify(ctx, VerifyConfigFor(p))
+	if err != nil {
+		fmt.Fprintln(stderr, "relay verify:", err)
+		return 2
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintln(stderr, "relay verify:", err)
+			return 2
+		}
+	} else {
+		printReport(stdout, p.Name, rep)
+	}
+	if !rep.Exact {
+		return 1
+	}
+	return 0
+}
+
+// VerifyConfigFor derives what to audit from a pipeline: its sources (read
+// with the group's isolation level), every topic a route may write to, the
+// dead-letter topic and the share group.
+func VerifyConfigFor(p *config.Pipeline) audit.VerifyConfig {
+	outputs := []string{p.Output.Topic}
+	seen := map[string]bool{p.Output.Topic: true}
+	filters := false
+	for _, s := range p.Transforms {
+		if s.Type == "filter" {
+			filters = true
+		}
+		add := func(t string) {
+			if t != "" && !seen[t] {
+				seen[t] = true
+				outputs = append(outputs, t)
+			}
+		}
+		for _, t := range s.Routes {
+			add(t)
+		}
+		add(s.Default)
+	}
+	return audit.VerifyConfig{
+		ClientOpts:      []kgo.Opt{kgo.SeedBrokers(p.Brokers...)},
+		Sources:         p.Source.Topics,
+		SourceCommitted: p.Source.IsolationLevel != "read_uncommitted",
+		Outputs:         outputs,
+		DeadLetter:      p.DeadLetter.Topic,
+		Group:           p.Source.Group,
+		AtMostOnce:      filters,
+	}
+}
+
+func printReport(w io.Writer, name string, r *audit.Report) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "pipeline %s — check: %s\n\n", name, r.Check)
+	fmt.Fprintln(tw, "source partition\trecords\toutput\tdead-lettered\tlost\tfiltered\tduplicated\tboth\tunexpected\tlag\t")
+	row := func(pr audit.PartitionReport, label string) {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", label, pr.Sources, pr.Output, pr.DeadLettered,
+			pr.Lost, pr.Filtered, pr.Duplicated, pr.Both, pr.Unexpected, pr.Lag)
+	}
+	for _, pr := range r.Partitions {
+		row(pr, fmt.Sprintf("%s[%d]", pr.Topic, pr.Partition))
+	}
+	row(r.Total, "total")
+	tw.Flush()
+	fmt.Fprintf(w, "\noutput and dead-letter records (read_committed): %d; aborted writes (read_uncommitted only): %d; unlabelled: %d; beyond the source snapshot: %d\n",
+		r.OutputRecords, r.AbortedRecords, r.Unlabelled, r.BeyondSnapshot)
+	for _, pr := range r.Partitions {
+		if len(pr.LostSample) > 0 {
+			fmt.Fprintf(w, "lost in %s[%d], e.g. offsets %v\n", pr.Topic, pr.Partition, pr.LostSample)
+		}
+		if len(pr.DuplicatedSample) > 0 {
+			fmt.Fprintf(w, "duplicated in %s[%d], e.g. offsets %v\n", pr.Topic, pr.Partition, pr.DuplicatedSample)
+		}
+	}
+	verdict := "EXACT"
+	if !r.Exact {
+		verdict = "NOT EXACT"
+	}
+	fmt.Fprintf(w, "verdict: %s (%s)\n", verdict, r.Elapsed)
+}
