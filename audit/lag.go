@@ -50,4 +50,3 @@ func TotalLag(lag map[string]map[int32]int64) int64 {
 	}
 	return n
 }
-
