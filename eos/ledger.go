@@ -135,27 +135,17 @@ func OpenLedger(ctx context.Context, cfg LedgerConfig) (*Ledger, error) {
 	} else {
 		l.idx = NewIndex(cfg.Gen)
 	}
-	// A topic just created may take a moment to be served everywhere.
-	var starts, ends kadm.ListedOffsets
-	for attempt := 0; ; attempt++ {
-		starts, err = adm.ListStartOffsets(ctx, cfg.Topic)
-		if err == nil {
-			err = starts.Error()
-		}
-		if err == nil {
-			ends, err = adm.ListEndOffsets(ctx, cfg.Topic)
-			if err == nil {
-				err = ends.Error()
-			}
-		}
-		if err == nil {
-			break
-		}
-		if attempt >= 50 || ctx.Err() != nil {
-			return nil, fmt.Errorf("eos: listing offsets of %s: %w", cfg.Topic, err)
-		}
-		admCl.ForceMetadataRefresh()
-		time.Sleep(100 * time.Millisecond)
+	starts, err := retryListing(ctx, admCl, func(adm *kadm.Client) (kadm.ListedOffsets, error) {
+		return adm.ListStartOffsets(ctx, cfg.Topic)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("eos: listing start offsets of %s: %w", cfg.Topic, err)
+	}
+	ends, err := retryListing(ctx, admCl, func(adm *kadm.Client) (kadm.ListedOffsets, error) {
+		return adm.ListEndOffsets(ctx, cfg.Topic)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("eos: listing end offsets of %s: %w", cfg.Topic, err)
 	}
 	assign := make(map[int32]kgo.Offset)
 	for p := int32(0); p < cfg.Partitions; p++ {

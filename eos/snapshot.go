@@ -18,14 +18,16 @@ func snapshotKey(gen int64) []byte { return []byte("gen-" + strconv.FormatInt(ge
 // loadSnapshot returns the most advanced snapshot of this generation in the
 // snapshot topic, or nil.
 func (l *Ledger) loadSnapshot(ctx context.Context) (*Snapshot, error) {
-	admCl, err := kgo.NewClient(l.cfg.ClientOpts...)
+	admCl, err := kgo.NewClient(append(append([]kgo.Opt{}, l.cfg.ClientOpts...), kgo.MetadataMinAge(100*time.Millisecond))...)
 	if err != nil {
 		return nil, fmt.Errorf("eos: %w", err)
 	}
-	ends, err := kadm.NewClient(admCl).ListEndOffsets(ctx, l.cfg.SnapshotTopic)
+	ends, err := retryListing(ctx, admCl, func(adm *kadm.Client) (kadm.ListedOffsets, error) {
+		return adm.ListEndOffsets(ctx, l.cfg.SnapshotTopic)
+	})
 	admCl.Close()
-	if err != nil || ends.Error() != nil {
-		return nil, fmt.Errorf("eos: listing end offsets of %s: %w", l.cfg.SnapshotTopic, errorsJoin(err, ends.Error()))
+	if err != nil {
+		return nil, fmt.Errorf("eos: listing end offsets of %s: %w", l.cfg.SnapshotTopic, err)
 	}
 	end, _ := ends.Lookup(l.cfg.SnapshotTopic, 0)
 	if end.Offset <= 0 {
@@ -126,16 +128,26 @@ func (l *Ledger) WriteSnapshot(ctx context.Context, skipAt int64) (int64, error)
 	return pos, nil
 }
 
-func errorsJoin(errs ...error) error {
-	var out error
-	for _, e := range errs {
-		if e != nil {
-			if out == nil {
-				out = e
-			} else {
-				out = fmt.Errorf("%w; %w", out, e)
-			}
+// retryListing lists offsets, retrying for a while when a topic created a
+// moment ago is not served everywhere yet.
+func retryListing(ctx context.Context, cl *kgo.Client, list func(*kadm.Client) (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
+	adm := kadm.NewClient(cl)
+	for attempt := 0; ; attempt++ {
+		l, err := list(adm)
+		if err == nil {
+			err = l.Error()
+		}
+		if err == nil {
+			return l, nil
+		}
+		if attempt >= 100 || ctx.Err() != nil {
+			return nil, err
+		}
+		cl.ForceMetadataRefresh()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return out
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -64,6 +65,31 @@ func SetGroupConfigs(ctx context.Context, cl *kgo.Client, group string, cfgs map
 		}
 	}
 	return nil
+}
+
+// waitGroupConfigs waits until the broker reports every config of want on
+// the group (configs propagate asynchronously), for up to 15 s.
+func waitGroupConfigs(ctx context.Context, cl *kgo.Client, group string, want map[string]string) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got, err := describeGroupConfig(ctx, cl, group)
+		missing := ""
+		if err == nil {
+			for k, v := range want {
+				if got[k] != v {
+					missing = fmt.Sprintf("%s=%q (broker reports %q)", k, v, got[k])
+					break
+				}
+			}
+			if missing == "" {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("share group %s: configs not in effect after 15s: %s %v", group, missing, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // describeGroupConfig returns the share group's config values as the broker

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,13 +52,16 @@ type Options struct {
 
 // Relay runs one pipeline in this process.
 type Relay struct {
-	opts    Options
-	p       *config.Pipeline
-	chain   *transform.Chain
-	m       *metrics.Metrics
-	log     *slog.Logger
-	limits  ShareLimits
-	attempt int32
+	opts   Options
+	p      *config.Pipeline
+	chain  *transform.Chain
+	m      *metrics.Metrics
+	log    *slog.Logger
+	limits ShareLimits
+	// attempt is the number of deliveries a retryable failure gets before
+	// it is dead-lettered; refreshed while running (group configs can
+	// change under the relay).
+	attempt atomic.Int32
 	ledger  *eos.Ledger // delivery: exactly-once
 }
 
@@ -138,6 +142,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return r.watchTopicIDs(gctx, topicIDs) })
+	g.Go(func() error { return r.refreshLimits(gctx, 30*time.Second) })
 	var ready sync.WaitGroup
 	ready.Add(r.p.Workers)
 	for i := 0; i < r.p.Workers; i++ {
@@ -154,15 +159,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	case <-gctx.Done():
 	}
 	err = g.Wait()
-	if errors.Is(err, errStopped) {
-		err = nil
-	}
 	r.log.Info("relay stopped", "err", err)
 	return err
 }
-
-// errStopped ends the topic-ID watch when the workers are done.
-var errStopped = errors.New("relay: stopped")
 
 // watchTopicIDs stops the relay when a source topic is deleted and
 // recreated while it runs: claims are keyed by topic ID, and the workers
@@ -234,6 +233,13 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 		if err := SetGroupConfigs(ctx, cl, r.p.Source.Group, cfgs); err != nil {
 			return nil, fmt.Errorf("relay: %w", err)
 		}
+		// Group configs propagate through the metadata log: reading the
+		// delivery limit too early would see the old one, and a relay
+		// that believes in a higher limit than the broker's lets the
+		// broker archive records silently.
+		if err := waitGroupConfigs(ctx, cl, r.p.Source.Group, cfgs); err != nil {
+			return nil, fmt.Errorf("relay: %w", err)
+		}
 		r.log.Info("share group configs set", "group", r.p.Source.Group, "configs", cfgs)
 	} else {
 		r.log.Info("share group configs left alone (source.manage_group_config: false)", "group", r.p.Source.Group)
@@ -243,24 +249,55 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 	if err != nil {
 		r.log.Warn("could not read the share group's delivery limit; assuming Kafka's default", "limit", r.limits.DeliveryCountLimit, "err", err)
 	}
-	r.attempt = int32(r.p.DeadLetter.MaxAttempts)
-	if r.attempt == 0 {
-		// Keep the broker's last delivery as a spare: a crash during
-		// the last attempt then still gets one more delivery, which
-		// dead-letters the record instead of the broker archiving it.
-		r.attempt = int32(max(1, r.limits.DeliveryCountLimit-1))
-	}
-	if int(r.attempt) >= r.limits.DeliveryCountLimit {
-		r.log.Warn("dead_letter.max_attempts leaves no spare delivery: a crash during the last attempt lets the broker archive the record without a dead letter",
-			"max_attempts", r.attempt, "delivery_count_limit", r.limits.DeliveryCountLimit)
-	}
+	r.setAttempts(r.limits)
 	r.log.Info("delivery limits", "delivery_count_limit", r.limits.DeliveryCountLimit, "from", r.limits.From,
-		"max_attempts", r.attempt, "lock_duration_ms", r.limits.LockDurationMs, "delivery", r.p.Delivery)
+		"max_attempts", r.attempt.Load(), "lock_duration_ms", r.limits.LockDurationMs, "delivery", r.p.Delivery)
 	if r.p.Delivery == config.ExactlyOnce && r.p.Output.TransactionTimeout >= time.Duration(r.limits.LockDurationMs)*time.Millisecond {
 		r.log.Warn("output.transaction_timeout is not below the share lock duration: a crashed worker's claim may outlive the lock of the records it blocks",
 			"transaction_timeout", r.p.Output.TransactionTimeout, "lock_duration_ms", r.limits.LockDurationMs)
 	}
 	return ids, nil
+}
+
+// setAttempts derives the attempts a failing record gets from the limits.
+func (r *Relay) setAttempts(l ShareLimits) {
+	a := int32(r.p.DeadLetter.MaxAttempts)
+	if a == 0 {
+		// Keep the broker's last delivery as a spare: a crash during
+		// the last attempt then still gets one more delivery, which
+		// dead-letters the record instead of the broker archiving it.
+		a = int32(max(1, l.DeliveryCountLimit-1))
+	}
+	if int(a) >= l.DeliveryCountLimit {
+		r.log.Warn("dead_letter.max_attempts leaves no spare delivery: a crash during the last attempt lets the broker archive the record without a dead letter",
+			"max_attempts", a, "delivery_count_limit", l.DeliveryCountLimit)
+	}
+	if old := r.attempt.Swap(a); old != 0 && old != a {
+		r.log.Info("share group delivery limit changed", "delivery_count_limit", l.DeliveryCountLimit, "max_attempts", a)
+	}
+}
+
+// refreshLimits re-reads the group's delivery limit every interval, so an
+// operator lowering share.delivery.count.limit while the relay runs does
+// not make the broker archive records the relay still means to retry.
+func (r *Relay) refreshLimits(ctx context.Context, every time.Duration) error {
+	cl, err := kgo.NewClient(r.clientOpts()...)
+	if err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	defer cl.Close()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if l, err := EffectiveShareLimits(ctx, cl, r.p.Source.Group); err == nil {
+			r.setAttempts(l)
+		}
+	}
 }
 
 // runWorker creates worker i's clients, runs its loop, and tears it down:
@@ -317,7 +354,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 	w := &worker{
 		id: i, label: label, pipeline: r.p.Name,
 		outputTopic: r.p.Output.Topic, dlqTopic: r.p.DeadLetter.Topic,
-		maxAttempts: r.attempt, txnTimeout: r.p.Output.TransactionTimeout, pollTimeout: r.p.Batch.PollTimeout,
+		maxAttempts: &r.attempt, txnTimeout: r.p.Output.TransactionTimeout, pollTimeout: r.p.Batch.PollTimeout,
 		topicIDs: topicIDs, renewEvery: r.renewEvery(),
 		src: &shareSource{cl: cons, max: r.p.Batch.MaxRecords, onUnresolved: func(n int) {
 			r.m.InvariantBreaks.Add(float64(n))

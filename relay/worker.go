@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -28,7 +29,7 @@ type worker struct {
 	pipeline    string
 	outputTopic string
 	dlqTopic    string
-	maxAttempts int32
+	maxAttempts *atomic.Int32 // shared with the Relay, which refreshes it
 	txnTimeout  time.Duration
 	pollTimeout time.Duration
 	// renewEvery is how often the locks of a batch in flight are renewed;
@@ -203,7 +204,7 @@ func (w *worker) transform(ctx context.Context, r *kgo.Record) (p plan, release 
 		e := transform.Classify(err)
 		kind := lineage.DLQKindPermanent
 		if e.Kind == transform.KindRetry {
-			if r.DeliveryCount() < w.maxAttempts {
+			if r.DeliveryCount() < w.maxAttempts.Load() {
 				w.log.Debug("transform failed; releasing for another delivery",
 					"topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
 					"delivery", r.DeliveryCount(), "err", err)
