@@ -34,8 +34,12 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
+# Throughput and latency side by side (raw share consume, hand-written
+# copier, relay at-least-once, relay exactly-once), then the restart time of
+# a claim ledger with a million claims behind its snapshot.
 bench:
 	$(GO) run ./integration/cmd/bench $(BENCH_ARGS)
+	$(GO) test -run '^$$' -bench BenchmarkLedgerRestart -benchtime 3x -timeout 30m ./integration/
 
 kafka-up:
 	@$(GO) run ./integration/cmd/kafkabroker up

@@ -224,6 +224,29 @@ func (l *Ledger) Close() {
 	}
 }
 
+// WaitCaughtUp waits until the reader has applied the ledger up to its end
+// as of the call.
+func (l *Ledger) WaitCaughtUp(ctx context.Context) error {
+	cl, err := kgo.NewClient(l.cfg.ClientOpts...)
+	if err != nil {
+		return fmt.Errorf("eos: %w", err)
+	}
+	ends, err := retryListing(ctx, cl, func(adm *kadm.Client) (kadm.ListedOffsets, error) {
+		return adm.ListEndOffsets(ctx, l.cfg.Topic)
+	})
+	cl.Close()
+	if err != nil {
+		return fmt.Errorf("eos: listing end offsets of %s: %w", l.cfg.Topic, err)
+	}
+	var werr error
+	ends.Each(func(o kadm.ListedOffset) {
+		if werr == nil {
+			werr = l.waitApplied(ctx, Pos{o.Partition, o.Offset - 1})
+		}
+	})
+	return werr
+}
+
 // Stats returns the index's size.
 func (l *Ledger) Stats() Stats {
 	l.mu.Lock()

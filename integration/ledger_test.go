@@ -93,12 +93,11 @@ func TestRealBrokerLedgerRestartsFromItsSnapshot(t *testing.T) {
 	l1 := openLedger(t, seeds, ledger, ledger+".snapshots")
 	_, next := writeClaims(t, seeds, ledger, "w1", 0, 2000, 500, false)
 	open, after := writeClaims(t, seeds, ledger, "w2", next, 0, 1, true)
-	deadline := time.Now().Add(time.Minute)
-	for l1.Stats().Pending != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("ledger reader did not apply the claims: %+v", l1.Stats())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := l1.WaitCaughtUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := l1.Stats(); st.Pending != 1 {
+		t.Fatalf("ledger index after the claims: %+v, want 1 pending claim", st)
 	}
 	if _, err := l1.WriteSnapshot(context.Background(), -1); err != nil {
 		t.Fatal(err)
@@ -148,8 +147,11 @@ func BenchmarkLedgerRestart(b *testing.B) {
 	start := time.Now()
 	writeClaims(b, seeds, ledger, "bench", 0, claims, 10000, false)
 	b.Logf("wrote %d claims in %s", claims, time.Since(start).Round(time.Millisecond))
-	for l.Stats().Ranges != 1 || l.Stats().Pending != 0 {
-		time.Sleep(100 * time.Millisecond)
+	if err := l.WaitCaughtUp(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if st := l.Stats(); st.Ranges != 1 || st.Pending != 0 {
+		b.Fatalf("index after %d committed claims: %+v, want one range and nothing pending", claims, st)
 	}
 	if _, err := l.WriteSnapshot(context.Background(), -1); err != nil {
 		b.Fatal(err)
