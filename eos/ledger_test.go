@@ -1,0 +1,177 @@
+package eos
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// kgoTx adapts a transactional kgo.Client to Tx for these tests.
+type kgoTx struct {
+	cl *kgo.Client
+	id string
+}
+
+func (t kgoTx) Produce(ctx context.Context, recs ...*kgo.Record) error {
+	return t.cl.ProduceSync(ctx, recs...).FirstErr()
+}
+func (t kgoTx) ProducerID(ctx context.Context) (int64, int16, error) { return t.cl.ProducerID(ctx) }
+func (t kgoTx) TransactionalID() string                               { return t.id }
+
+func newTx(t *testing.T, c *kfake.Cluster, id string) kgoTx {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.TransactionalID(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kgoTx{cl, id}
+}
+
+func openTestLedger(t *testing.T, c *kfake.Cluster) *Ledger {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l, err := OpenLedger(ctx, LedgerConfig{
+		ClientOpts: []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)},
+		Topic:      "p.ledger", ClaimWait: 3 * time.Second, SnapshotEvery: -1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
+}
+
+func srcs(offsets ...int64) []Source {
+	out := make([]Source, len(offsets))
+	for i, o := range offsets {
+		out[i] = Source{Topic: "orders", Partition: 0, Offset: o}
+	}
+	return out
+}
+
+func TestALaterClaimOfACommittedOffsetConflictsOnlyOnThatOffset(t *testing.T) {
+	c, _ := kfake.NewCluster(kfake.NumBrokers(1))
+	defer c.Close()
+	l := openTestLedger(t, c)
+	ctx := context.Background()
+
+	a := newTx(t, c, "a")
+	a.cl.BeginTransaction()
+	ga := l.Guard("a")
+	if conf, err := ga.Claim(ctx, a, srcs(1, 2, 3)); err != nil || anyOf(conf) {
+		t.Fatalf("first claim: conflicts %v, %v", conf, err)
+	}
+	if err := a.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+
+	b := newTx(t, c, "b")
+	b.cl.BeginTransaction()
+	conf, err := l.Guard("b").Claim(ctx, b, srcs(3, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !conf[0] || conf[1] {
+		t.Fatalf("conflicts %v, want [true false]: 3 was committed by a, 4 was not", conf)
+	}
+	b.cl.EndTransaction(ctx, kgo.TryAbort)
+	if got := l.Guard("x").Committed(srcs(1, 3, 4)); !got[0] || !got[1] || got[2] {
+		t.Fatalf("Committed = %v, want [true true false]", got)
+	}
+}
+
+func TestAClaimWaitsForAnEarlierPendingClaimAndProceedsWhenItAborts(t *testing.T) {
+	c, _ := kfake.NewCluster(kfake.NumBrokers(1))
+	defer c.Close()
+	l := openTestLedger(t, c)
+	ctx := context.Background()
+
+	a := newTx(t, c, "a")
+	a.cl.BeginTransaction()
+	if _, err := l.Guard("a").Claim(ctx, a, srcs(7)); err != nil {
+		t.Fatal(err)
+	}
+	b := newTx(t, c, "b")
+	b.cl.BeginTransaction()
+	var (
+		conf []bool
+		err  error
+		wg   sync.WaitGroup
+	)
+	wg.Add(1)
+	start := time.Now()
+	go func() {
+		defer wg.Done()
+		conf, err = l.Guard("b").Claim(ctx, b, srcs(7))
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := a.cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if err != nil || anyOf(conf) {
+		t.Fatalf("after a aborted: conflicts %v, %v; want none", conf, err)
+	}
+	if time.Since(start) < 300*time.Millisecond {
+		t.Fatal("b did not wait for a's pending claim")
+	}
+}
+
+func TestAClaimGivesUpWhenAnEarlierClaimStaysPendingTooLong(t *testing.T) {
+	c, _ := kfake.NewCluster(kfake.NumBrokers(1))
+	defer c.Close()
+	l := openTestLedger(t, c)
+	ctx := context.Background()
+	a := newTx(t, c, "a")
+	a.cl.BeginTransaction()
+	if _, err := l.Guard("a").Claim(ctx, a, srcs(9)); err != nil {
+		t.Fatal(err)
+	}
+	b := newTx(t, c, "b")
+	b.cl.BeginTransaction()
+	if _, err := l.Guard("b").Claim(ctx, b, srcs(9)); !errors.Is(err, ErrClaimWaitTimeout) {
+		t.Fatalf("err = %v, want ErrClaimWaitTimeout", err)
+	}
+}
+
+func TestResolveTellsWhetherTheLastClaimCommitted(t *testing.T) {
+	c, _ := kfake.NewCluster(kfake.NumBrokers(1))
+	defer c.Close()
+	l := openTestLedger(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a := newTx(t, c, "a")
+	g := l.Guard("a")
+	for i, commit := range []bool{true, false} {
+		a.cl.BeginTransaction()
+		if conf, err := g.Claim(ctx, a, srcs(int64(20+i))); err != nil || anyOf(conf) {
+			t.Fatalf("claim: %v, %v", conf, err)
+		}
+		if err := a.cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := g.Resolve(ctx)
+		if err != nil || got != commit {
+			t.Fatalf("Resolve = %v, %v; want %v", got, err, commit)
+		}
+	}
+}
+
+func anyOf(bs []bool) bool {
+	for _, b := range bs {
+		if b {
+			return true
+		}
+	}
+	return false
+}
