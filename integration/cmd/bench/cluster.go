@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sharerelay/sharerelay/audit"
+	"github.com/sharerelay/sharerelay/integration/kafkatest"
+	"github.com/sharerelay/sharerelay/relay"
+)
+
+// sourcePartitions is the partition count of every source and output topic.
+const sourcePartitions = 3
+
+// benchJVMArgs are the heap and performance flags of Kafka's own
+// kafka-server-start.sh and kafka-run-class.sh. kafkatest's defaults stop
+// the JIT at C1 and use the serial collector to start fast, which would
+// make the broker, not the clients, what this measures.
+var benchJVMArgs = []string{
+	"-Xms1g", "-Xmx1g",
+	"-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+	"-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15",
+	"-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
+}
+
+// broker is the cluster measured on.
+type broker struct {
+	seeds []string
+	kind  string // "external" or "local"
+	local *kafkatest.Broker
+}
+
+// getBroker returns the cluster in KAFKA_BOOTSTRAP_SERVERS, or starts a
+// local one.
+func getBroker(ctx context.Context) (*broker, error) {
+	var seeds []string
+	for s := range strings.SplitSeq(os.Getenv(kafkatest.EnvBootstrap), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			seeds = append(seeds, s)
+		}
+	}
+	if len(seeds) > 0 {
+		return &broker{seeds: seeds, kind: "external"}, nil
+	}
+	progress("starting a local Kafka broker (set %s to use another cluster)", kafkatest.EnvBootstrap)
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // includes fetching the jars once
+	defer cancel()
+	began := time.Now()
+	b, err := kafkatest.StartLocal(sctx, kafkatest.Options{JVMArgs: benchJVMArgs})
+	if err != nil {
+		return nil, fmt.Errorf("starting a local broker: %w", err)
+	}
+	progress("local broker %s ready in %s (log %s)", b.Addr(), time.Since(began).Round(time.Millisecond), b.LogPath())
+	return &broker{seeds: []string{b.Addr()}, kind: "local", local: b}, nil
+}
+
+// pid returns the local broker's process id, or 0.
+func (br *broker) pid() int {
+	if br.local == nil {
+		return 0
+	}
+	return br.local.Pid()
+}
+
+// stop stops a local broker and removes its directory; an external
+// cluster is left alone.
+func (br *broker) stop() error {
+	if br.local == nil {
+		return nil
+	}
+	progress("stopping the local broker")
+	if err := br.local.Stop(); err != nil {
+		return fmt.Errorf("stopping the local broker: %w", err)
+	}
+	if err := os.RemoveAll(br.local.Dir()); err != nil {
+		return fmt.Errorf("removing the broker directory: %w", err)
+	}
+	return nil
+}
+
+// bench holds what every measurement shares.
+type bench struct {
+	opts     options
+	br       *broker
+	cl       *kgo.Client // admin requests
+	adm      *kadm.Client
+	runID    string
+	relayLog *slog.Logger
+	// groups are the share groups created, deleted at the end on an
+	// external cluster.
+	groups []string
+}
+
+func newBench(opts options, br *broker) (*bench, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(br.seeds...), kgo.MetadataMinAge(250*time.Millisecond))
+	if err != nil {
+		return nil, fmt.Errorf("creating the admin client: %w", err)
+	}
+	if opts.cpuProfileDir != "" {
+		if err := os.MkdirAll(opts.cpuProfileDir, 0o755); err != nil {
+			cl.Close()
+			return nil, fmt.Errorf("-cpuprofile-dir: %w", err)
+		}
+	}
+	return &bench{
+		opts: opts, br: br, cl: cl, adm: kadm.NewClient(cl),
+		runID:    strconv.FormatInt(time.Now().Unix()%(1<<30), 36),
+		relayLog: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}, nil
+}
+
+// close deletes the share groups (external clusters only: a local broker
+// is thrown away) and closes the admin client.
+func (b *bench) close() {
+	if b.br.local == nil && len(b.groups) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if _, err := b.adm.DeleteGroups(ctx, b.groups...); err != nil {
+			progress("warning: deleting share groups: %v", err)
+		}
+		cancel()
+	}
+	b.cl.Close()
+}
+
+// clientOpts returns the options of a new client of the cluster.
+func (b *bench) clientOpts(extra ...kgo.Opt) []kgo.Opt {
+	return append([]kgo.Opt{kgo.SeedBrokers(b.br.seeds...)}, extra...)
+}
+
+// name returns a topic, group or pipeline name unique to this bench run.
+func (b *bench) name(parts ...string) string {
+	return "bench-" + b.runID + "-" + strings.Join(parts, "-")
+}
+
+// createTopic creates a topic with the cluster's default replication factor
+// and waits until its metadata lists a leader for every partition.
+func (b *bench) createTopic(ctx context.Context, name string, partitions int32, configs map[string]*string) error {
+	resp, err := b.adm.CreateTopic(ctx, partitions, -1, configs, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("creating topic %s: %w", name, err)
+	}
+	for {
+		td, err := b.adm.ListTopics(ctx, name)
+		if err == nil {
+			if d, ok := td[name]; ok && d.Err == nil && len(d.Partitions) == int(partitions) && leadersKnown(d) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for topic %s: %w", name, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func leadersKnown(d kadm.TopicDetail) bool {
+	for _, p := range d.Partitions {
+		if p.Leader < 0 || p.Err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// deleteTopics deletes topics, ignoring those that do not exist (a ledger
+// the relay never created).
+func (b *bench) deleteTopics(names ...string) {
+	if len(names) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resps, err := b.adm.DeleteTopics(ctx, names...)
+	if err != nil {
+		progress("warning: deleting topics: %v", err)
+		return
+	}
+	for _, r := range resps {
+		if r.Err != nil && !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+			progress("warning: deleting topic %s: %v", r.Topic, r.Err)
+		}
+	}
+}
+
+// newGroup sets up a fresh share group reading from the earliest offset,
+// read_committed like the relay's.
+func (b *bench) newGroup(ctx context.Context, group string) error {
+	b.groups = append(b.groups, group)
+	return relay.SetGroupConfigs(ctx, b.cl, group, map[string]string{
+		relay.GroupAutoOffsetReset: "earliest",
+		relay.GroupIsolationLevel:  "read_committed",
+	})
+}
+
+// waitLagZero waits until the share group has no record of topic left to
+// acknowledge.
+func (b *bench) waitLagZero(ctx context.Context, group, topic string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last int64 = -1
+	var lastErr error
+	for {
+		lag, err := audit.ShareGroupLag(ctx, b.adm, group, topic)
+		if err == nil {
+			if last = audit.TotalLag(lag); last == 0 {
+				return nil
+			}
+		} else {
+			lastErr = err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("share group %s still has a lag of %d after %s (last error: %v)", group, last, timeout, lastErr)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// load writes n records of about size bytes into topic, fast: idempotent
+// producer, 10ms linger, batches.
+func (b *bench) load(ctx context.Context, topic string, size, n int) error {
+	cl, err := kgo.NewClient(b.clientOpts(
+		kgo.DefaultProduceTopic(topic),
+		kgo.ProducerLinger(10*time.Millisecond),
+		kgo.MaxBufferedRecords(100_000),
+	)...)
+	if err != nil {
+		return fmt.Errorf("creating the loader: %w", err)
+	}
+	defer cl.Close()
+	var (
+		once  sync.Once
+		first error
+	)
+	promise := func(r *kgo.Record, err error) {
+		if err != nil {
+			once.Do(func() { first = fmt.Errorf("producing to %s: %w", topic, err) })
+		}
+	}
+	rng := rand.New(rand.NewPCG(uint64(size), uint64(n)))
+	began := time.Now()
+	for i := range n {
+		if i%10_000 == 0 && ctx.Err() != nil {
+			break
+		}
+		cl.Produce(ctx, &kgo.Record{Key: strconv.AppendInt(nil, int64(i), 10), Value: value(rng, i, size)}, promise)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return fmt.Errorf("flushing the loader: %w", err)
+	}
+	if first != nil {
+		return first
+	}
+	el := time.Since(began)
+	progress("loaded %d records of %d B into %s in %s (%.0f rec/s)", n, size, topic, el.Round(time.Millisecond), float64(n)/el.Seconds())
+	return nil
+}
+
+const padAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"
+
+// value returns a JSON value of size bytes (or the smallest that holds the
+// id) with a random pad, so batch compression cannot shrink it to nothing.
+func value(rng *rand.Rand, id, size int) []byte {
+	v := make([]byte, 0, max(size, 32))
+	v = fmt.Appendf(v, `{"id":%d,"pad":"`, id)
+	for pad := size - len(v) - 2; pad > 0; {
+		x := rng.Uint64()
+		for k := 0; k < 10 && pad > 0; k, pad = k+1, pad-1 {
+			v = append(v, padAlphabet[x&63])
+			x >>= 6
+		}
+	}
+	return append(v, `"}`...)
+}

@@ -1,0 +1,414 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sharerelay/sharerelay/audit"
+	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/lineage"
+)
+
+// maxRecords is the share fetch size of every contender and the relay's
+// batch.max_records.
+const maxRecords = 500
+
+// Timeouts of one contender run.
+const (
+	// stallTimeout aborts a run that acknowledged nothing for this long.
+	stallTimeout = 90 * time.Second
+	// lagTimeout bounds the wait for the share group's lag to reach 0
+	// once every record was acknowledged.
+	lagTimeout = 60 * time.Second
+)
+
+// contender is one way of consuming the source topic.
+type contender struct {
+	name     string
+	delivery string // relay contenders: config.AtLeastOnce or config.ExactlyOnce
+	produces bool   // writes an output topic (checked afterwards)
+}
+
+var (
+	rawShare = contender{name: "raw-share"}
+	copier   = contender{name: "copier", produces: true}
+	relayALO = contender{name: "relay-alo", delivery: config.AtLeastOnce, produces: true}
+	relayEOS = contender{name: "relay-eos", delivery: config.ExactlyOnce, produces: true}
+
+	contenders = []contender{rawShare, copier, relayALO, relayEOS}
+)
+
+func (c contender) isRelay() bool { return c.delivery != "" }
+
+// trial is one run of one contender over one source topic.
+type trial struct {
+	c      contender
+	size   int
+	run    int
+	source string
+	n      int    // records in source
+	name   string // pipeline, share group and topic prefix
+	output string // "" when the contender writes nothing
+	dlq    string // relay contenders
+}
+
+// tracker times a run: from the first record received to the moment the
+// n-th record was acknowledged.
+type tracker struct {
+	want        int64
+	mu          sync.Mutex
+	received    int64
+	acked       int64
+	first, last time.Time
+	done        chan struct{}
+}
+
+func newTracker(n int) *tracker { return &tracker{want: int64(n), done: make(chan struct{})} }
+
+// receive counts n records received.
+func (t *tracker) receive(n int) {
+	if n <= 0 {
+		return
+	}
+	t.mu.Lock()
+	if t.received == 0 {
+		t.first = time.Now()
+	}
+	t.received += int64(n)
+	t.mu.Unlock()
+}
+
+// ack counts n records acknowledged.
+func (t *tracker) ack(n int) {
+	if n <= 0 {
+		return
+	}
+	t.mu.Lock()
+	t.acked += int64(n)
+	if t.acked >= t.want && t.last.IsZero() {
+		t.last = time.Now()
+		close(t.done)
+	}
+	t.mu.Unlock()
+}
+
+func (t *tracker) counts() (received, acked int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.received, t.acked
+}
+
+// elapsed is the timed span; valid once done is closed.
+func (t *tracker) elapsed() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last.Sub(t.first)
+}
+
+// runTrial runs one contender over the source topic and returns its
+// result. Topics it created are appended to *created.
+func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runResult, error) {
+	if err := b.newGroup(ctx, t.name); err != nil {
+		return runResult{}, err
+	}
+	if t.c.produces {
+		t.output = t.name + ".out"
+		if err := b.createTopic(ctx, t.output, sourcePartitions, nil); err != nil {
+			return runResult{}, err
+		}
+		*created = append(*created, t.output)
+	}
+	if t.c.isRelay() {
+		t.dlq = t.name + ".dlq"
+		if err := b.createTopic(ctx, t.dlq, 1, nil); err != nil {
+			return runResult{}, err
+		}
+		*created = append(*created, t.dlq)
+		if t.c.delivery == config.ExactlyOnce {
+			ledger := t.name + config.DefaultLedgerSuffix
+			*created = append(*created, ledger, ledger+".snapshots")
+		}
+	}
+
+	stopProfile, err := b.startProfile(t)
+	if err != nil {
+		return runResult{}, err
+	}
+	tr := newTracker(t.n)
+	tc := newTraceCollector(b.opts.trace)
+	tc.startCPU(b.br.pid())
+	began := time.Now()
+	if t.c.isRelay() {
+		err = b.runRelay(ctx, t, tr, tc)
+	} else {
+		err = b.runShareClients(ctx, t, tr, tc)
+	}
+	tc.stopCPU()
+	stopProfile()
+	if err != nil {
+		return runResult{}, fmt.Errorf("%s, run %d: %w", t.c.name, t.run, err)
+	}
+	el := tr.elapsed()
+	rr := runResult{Run: t.run, Seconds: el.Seconds(), RecPerSec: float64(t.n) / el.Seconds()}
+	label := fmt.Sprintf("run %d", t.run)
+	if t.run == 0 {
+		label = "warm-up"
+	}
+	progress("  %-10s %s: %d records in %s = %.0f rec/s (whole run incl. start and stop %s)",
+		t.c.name, label, t.n, el.Round(time.Millisecond), rr.RecPerSec, time.Since(began).Round(100*time.Millisecond))
+	tc.print(t.c.name)
+
+	if t.output != "" {
+		rr.Warning = b.verify(ctx, t)
+		if err := ctx.Err(); err != nil {
+			return runResult{}, err
+		}
+		if rr.Warning != "" {
+			progress("WARNING: %s", rr.Warning)
+		}
+	}
+	return rr, nil
+}
+
+// startProfile starts a CPU profile of the run when -cpuprofile-dir is set.
+func (b *bench) startProfile(t trial) (stop func(), err error) {
+	if b.opts.cpuProfileDir == "" {
+		return func() {}, nil
+	}
+	path := filepath.Join(b.opts.cpuProfileDir, fmt.Sprintf("%dB-run%d-%s.pprof", t.size, t.run, t.c.name))
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("creating the CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("starting the CPU profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			progress("warning: writing %s: %v", path, err)
+		}
+	}, nil
+}
+
+// await waits until tr has every record acknowledged, then until the share
+// group's lag is 0. failed reports a contender that stopped on its own.
+func (b *bench) await(ctx context.Context, t trial, tr *tracker, failed <-chan error) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	lastAcked, lastProgress := int64(-1), time.Now()
+wait:
+	for {
+		select {
+		case <-tr.done:
+			break wait
+		case err := <-failed:
+			return fmt.Errorf("stopped before the end: %w", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			_, acked := tr.counts()
+			if acked != lastAcked {
+				lastAcked, lastProgress = acked, time.Now()
+			} else if time.Since(lastProgress) > stallTimeout {
+				return fmt.Errorf("no progress for %s (%d of %d records acknowledged)", stallTimeout, acked, t.n)
+			}
+		}
+	}
+	if err := b.waitLagZero(ctx, t.name, t.source, lagTimeout); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		progress("WARNING: %s run %d: %v", t.c.name, t.run, err)
+	}
+	return nil
+}
+
+// verify reads the output back (read_committed) and returns a warning
+// unless it holds exactly one record per source record.
+func (b *bench) verify(ctx context.Context, t trial) string {
+	vctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	tally, err := audit.ReadCommitted(vctx, b.clientOpts(), t.output)
+	if err != nil {
+		return fmt.Sprintf("%dB run %d %s: reading the output back: %v", t.size, t.run, t.c.name, err)
+	}
+	foreign := 0
+	for s := range tally.BySource {
+		if s.Topic != t.source {
+			foreign++
+		}
+	}
+	if tally.Records == t.n && len(tally.BySource) == t.n && tally.Unlabelled == 0 && foreign == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%dB run %d %s: output %s has %d records from %d distinct sources (want %d and %d); %d duplicated, %d unlabelled, %d from another topic",
+		t.size, t.run, t.c.name, t.output, tally.Records, len(tally.BySource), t.n, t.n, len(tally.Duplicates()), tally.Unlabelled, foreign)
+}
+
+// batchHandler processes the records of one poll of a share consumer and
+// acknowledges them.
+type batchHandler func(ctx context.Context, recs []*kgo.Record) error
+
+// runShareClients runs the raw-share or copier contender: -workers share
+// consumers in the trial's group, until every record is acknowledged.
+func (b *bench) runShareClients(ctx context.Context, t trial, tr *tracker, tc *traceCollector) error {
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	failed := make(chan error, b.opts.workers)
+	for i := range b.opts.workers {
+		cons, err := kgo.NewClient(b.clientOpts(
+			kgo.ClientID(fmt.Sprintf("%s-%d", t.name, i)),
+			kgo.ShareGroup(t.name),
+			kgo.ConsumeTopics(t.source),
+			kgo.ShareMaxRecords(maxRecords),
+			tc.hooks(),
+		)...)
+		if err != nil {
+			return fmt.Errorf("creating share consumer %d: %w", i, err)
+		}
+		handle, closeHandler, err := b.newHandler(t, tr, tc)
+		if err != nil {
+			cons.Close()
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer closeHandler()
+			if err := shareLoop(wctx, cons, tr, handle); err != nil {
+				failed <- fmt.Errorf("worker %d: %w", i, err)
+			}
+		}()
+	}
+	return b.await(ctx, t, tr, failed)
+}
+
+// newHandler returns the batch handler of one worker of the contender.
+func (b *bench) newHandler(t trial, tr *tracker, tc *traceCollector) (batchHandler, func(), error) {
+	if !t.c.produces {
+		// raw-share: accept every record explicitly, produce nothing.
+		return func(_ context.Context, recs []*kgo.Record) error {
+			for _, r := range recs {
+				r.Ack(kgo.AckAccept)
+			}
+			tr.ack(len(recs))
+			return nil
+		}, func() {}, nil
+	}
+	// copier: the producer a careful user would configure without
+	// transactions: idempotent, acks=all, and like the relay's no linger.
+	prod, err := kgo.NewClient(b.clientOpts(
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0),
+		tc.hooks(),
+	)...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the copier's producer: %w", err)
+	}
+	return func(ctx context.Context, recs []*kgo.Record) error {
+		outs := make([]*kgo.Record, len(recs))
+		for i, r := range recs {
+			src := lineage.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+			outs[i] = &kgo.Record{Topic: t.output, Key: r.Key, Value: r.Value, Headers: lineage.SetSource(r.Headers, src)}
+		}
+		if err := prod.ProduceSync(ctx, outs...).FirstErr(); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopping; the consumer releases what it holds
+			}
+			progress("warning: copier: producing a batch of %d failed; releasing it: %v", len(recs), err)
+			for _, r := range recs {
+				r.Ack(kgo.AckRelease)
+			}
+			return nil
+		}
+		for _, r := range recs {
+			r.Ack(kgo.AckAccept)
+		}
+		tr.ack(len(recs))
+		return nil
+	}, prod.Close, nil
+}
+
+// shareLoop polls cons and hands every batch to handle until ctx ends,
+// then flushes the acknowledgements, leaves the group and closes cons.
+func shareLoop(ctx context.Context, cons *kgo.Client, tr *tracker, handle batchHandler) error {
+	defer func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := cons.FlushAcks(fctx); err != nil {
+			progress("warning: flushing acknowledgements: %v", err)
+		}
+		if err := cons.LeaveGroupContext(fctx); err != nil {
+			progress("warning: leaving the share group: %v", err)
+		}
+		cons.Close()
+	}()
+	warned := 0
+	for {
+		fs := cons.PollRecords(ctx, maxRecords)
+		if ctx.Err() != nil {
+			return nil
+		}
+		fs.EachError(func(topic string, p int32, err error) {
+			if warned < 5 && !errors.Is(err, context.Canceled) {
+				warned++
+				progress("warning: share fetch %s[%d]: %v", topic, p, err)
+			}
+		})
+		recs := fs.Records()
+		if len(recs) == 0 {
+			continue
+		}
+		tr.receive(len(recs))
+		if err := handle(ctx, recs); err != nil {
+			return err
+		}
+	}
+}
+
+// pipelineYAML is the relay contenders' pipeline file: identity transform
+// (no transforms), batch.max_records 500.
+const pipelineYAML = `name: %s
+brokers: [%s]
+delivery: %s
+workers: %d
+source:
+  topics: [%q]
+  group: %q
+  auto_offset_reset: earliest
+output:
+  topic: %q
+dead_letter:
+  topic: %q
+batch:
+  max_records: %d
+transforms: []
+`
+
+// pipeline builds the trial's pipeline the way `relay run` does: from YAML
+// through config.Parse.
+func (b *bench) pipeline(t trial) (*config.Pipeline, error) {
+	quoted := make([]string, len(b.br.seeds))
+	for i, s := range b.br.seeds {
+		quoted[i] = fmt.Sprintf("%q", s)
+	}
+	y := fmt.Sprintf(pipelineYAML, t.name, strings.Join(quoted, ", "), t.c.delivery, b.opts.workers,
+		t.source, t.name, t.output, t.dlq, maxRecords)
+	p, err := config.Parse(t.name+".yaml", []byte(y), nil)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline %s: %w", t.name, err)
+	}
+	return p, nil
+}

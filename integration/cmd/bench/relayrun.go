@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/eos"
+	"github.com/sharerelay/sharerelay/metrics"
+	"github.com/sharerelay/sharerelay/relay"
+)
+
+// relayInstance is the instance name of every in-process relay; pipeline
+// names are unique per run, so transactional ids never collide.
+const relayInstance = "bench"
+
+// runRelay runs the relay in-process on the trial's pipeline until every
+// record is acknowledged, then stops it.
+func (b *bench) runRelay(ctx context.Context, t trial, tr *tracker, tc *traceCollector) error {
+	p, err := b.pipeline(t)
+	if err != nil {
+		return err
+	}
+	r, closeRelay, err := b.newRelay(ctx, p, tc, nil)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	var (
+		wg     sync.WaitGroup
+		runErr error
+	)
+	failed := make(chan error, 1)
+	wg.Go(func() {
+		runErr = r.Run(rctx)
+		if rctx.Err() == nil {
+			failed <- fmt.Errorf("the relay returned: %v", runErr)
+		}
+	})
+	wg.Go(func() { followMetrics(rctx, r.Metrics(), b.opts.workers, tr) })
+
+	err = b.await(ctx, t, tr, failed)
+	cancel()
+	wg.Wait()
+	closeRelay()
+	tc.relayBatches(r.Metrics(), b.opts.workers)
+	if err == nil && runErr != nil {
+		err = fmt.Errorf("stopping the relay: %w", runErr)
+	}
+	return err
+}
+
+// newRelay creates the relay of pipeline p. With tracing it wraps the
+// delivery Guard to time the claim; for exactly-once that means opening
+// the ledger here, the way relay.Run would. close releases what newRelay
+// opened; call it after Run returned.
+func (b *bench) newRelay(ctx context.Context, p *config.Pipeline, tc *traceCollector, onReady func()) (*relay.Relay, func(), error) {
+	opts := relay.Options{
+		Pipeline:   p,
+		Instance:   relayInstance,
+		Registerer: prometheus.NewRegistry(),
+		Logger:     b.relayLog,
+		ClientOpts: []kgo.Opt{tc.hooks()},
+		OnReady:    onReady,
+	}
+	closeFn := func() {}
+	if tc.enabled {
+		var inner func(txnID string) eos.Guard
+		switch p.Delivery {
+		case config.AtLeastOnce:
+			inner = func(string) eos.Guard { return eos.AtLeastOnce{} }
+		case config.ExactlyOnce:
+			// The relay's own settings (relay.Run).
+			l, err := eos.OpenLedger(ctx, eos.LedgerConfig{
+				ClientOpts: b.clientOpts(tc.hooks()),
+				Topic:      p.Ledger.Topic,
+				Gen:        int64(p.Ledger.Generation),
+				ClaimWait:  p.Output.TransactionTimeout + 5*time.Second,
+				Logger:     b.relayLog,
+			})
+			if err != nil {
+				return nil, nil, fmt.Errorf("opening the claim ledger: %w", err)
+			}
+			inner, closeFn = l.Guard, l.Close
+		}
+		opts.NewGuard = func(_ context.Context, _ int, txnID string) (eos.Guard, error) {
+			return &timedGuard{Guard: inner(txnID), tc: tc}, nil
+		}
+	}
+	r, err := relay.New(opts)
+	if err != nil {
+		closeFn()
+		return nil, nil, fmt.Errorf("creating the relay: %w", err)
+	}
+	return r, closeFn, nil
+}
+
+// followMetrics feeds the relay's counters of records polled and records
+// accepted into tr every millisecond until ctx ends.
+func followMetrics(ctx context.Context, m *metrics.Metrics, workers int, tr *tracker) {
+	var polled, accepted []prometheus.Counter
+	for i := range workers {
+		w := strconv.Itoa(i)
+		polled = append(polled, m.RecordsPolled.WithLabelValues(w))
+		accepted = append(accepted, m.Acks.WithLabelValues(w, metrics.AckAccept))
+	}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	var seenPolled, seenAccepted int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		p, a := sumCounters(polled), sumCounters(accepted)
+		tr.receive(int(p - seenPolled))
+		tr.ack(int(a - seenAccepted))
+		seenPolled, seenAccepted = p, a
+	}
+}
+
+func sumCounters(cs []prometheus.Counter) int64 {
+	var sum float64
+	for _, c := range cs {
+		var m dto.Metric
+		if c.Write(&m) == nil {
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return int64(sum)
+}

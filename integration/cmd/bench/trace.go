@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sharerelay/sharerelay/eos"
+	"github.com/sharerelay/sharerelay/metrics"
+)
+
+// durStats accumulates durations.
+type durStats struct {
+	n        int
+	sum, max time.Duration
+}
+
+func (d *durStats) add(x time.Duration) {
+	d.n++
+	d.sum += x
+	d.max = max(d.max, x)
+}
+
+func (d durStats) mean() time.Duration {
+	if d.n == 0 {
+		return 0
+	}
+	return d.sum / time.Duration(d.n)
+}
+
+// traceCollector gathers the -trace diagnostics of one contender run: the
+// latency of every Kafka request by kind, and for the relay the batches and
+// the time spent in the exactly-once claim. Disabled, it does nothing.
+type traceCollector struct {
+	enabled bool
+
+	mu           sync.Mutex
+	requests     map[int16]*durStats
+	claim        durStats // eos.Guard.Check: waiting for the ledger reader and earlier claims
+	committed    durStats // eos.Guard.Committed
+	batches      int64
+	batchSeconds float64
+	txns         int64
+	// CPU used during the run by the local broker's JVM and by this
+	// process (which runs the relay and the other contenders).
+	brokerCPU, selfCPU time.Duration
+	cpuStart           func() (broker, self time.Duration)
+	brokerCPU0         time.Duration
+	selfCPU0           time.Duration
+}
+
+func newTraceCollector(enabled bool) *traceCollector {
+	return &traceCollector{enabled: enabled, requests: make(map[int16]*durStats)}
+}
+
+// startCPU notes the CPU times of the broker process brokerPid (0: not
+// local) and of this process; stopCPU takes the difference.
+func (tc *traceCollector) startCPU(brokerPid int) {
+	if !tc.enabled {
+		return
+	}
+	tc.cpuStart = func() (time.Duration, time.Duration) { return procCPU(brokerPid), selfCPU() }
+	tc.brokerCPU0, tc.selfCPU0 = tc.cpuStart()
+}
+
+func (tc *traceCollector) stopCPU() {
+	if tc.cpuStart == nil {
+		return
+	}
+	b, s := tc.cpuStart()
+	tc.brokerCPU, tc.selfCPU = b-tc.brokerCPU0, s-tc.selfCPU0
+}
+
+// procCPU returns the user+system CPU time of process pid from
+// /proc/<pid>/stat (Linux), or 0.
+func procCPU(pid int) time.Duration {
+	if pid <= 0 {
+		return 0
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may
+	// hold spaces: state is field 3, utime 14, stime 15.
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	const ticksPerSecond = 100 // USER_HZ on Linux
+	return time.Duration(ut+st) * time.Second / ticksPerSecond
+}
+
+func selfCPU() time.Duration { return procCPU(os.Getpid()) }
+
+// hooks returns the client option that reports requests to tc (no hooks
+// when tracing is off).
+func (tc *traceCollector) hooks() kgo.Opt {
+	if !tc.enabled {
+		return kgo.WithHooks()
+	}
+	return kgo.WithHooks(tc)
+}
+
+// OnBrokerE2E implements kgo.HookBrokerE2E.
+func (tc *traceCollector) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
+	if e2e.Err() != nil {
+		return
+	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	d := tc.requests[key]
+	if d == nil {
+		d = &durStats{}
+		tc.requests[key] = d
+	}
+	d.add(e2e.DurationE2E())
+}
+
+func (tc *traceCollector) record(d *durStats, x time.Duration) {
+	tc.mu.Lock()
+	d.add(x)
+	tc.mu.Unlock()
+}
+
+// relayBatches reads the relay's batch histogram and committed
+// transactions.
+func (tc *traceCollector) relayBatches(m *metrics.Metrics, workers int) {
+	if !tc.enabled {
+		return
+	}
+	var h dto.Metric
+	if m.BatchSeconds.Write(&h) == nil {
+		tc.batches = int64(h.GetHistogram().GetSampleCount())
+		tc.batchSeconds = h.GetHistogram().GetSampleSum()
+	}
+	var committed []prometheus.Counter
+	for i := range workers {
+		committed = append(committed, m.Transactions.WithLabelValues(strconv.Itoa(i), metrics.TxnCommitted))
+	}
+	tc.txns = sumCounters(committed)
+}
+
+// print writes the collected diagnostics to stderr.
+func (tc *traceCollector) print(name string) {
+	if !tc.enabled {
+		return
+	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if tc.batches > 0 {
+		mean := time.Duration(tc.batchSeconds / float64(tc.batches) * float64(time.Second))
+		fmt.Fprintf(os.Stderr, "    trace %s: %d batches, %d committed transactions, mean batch %s",
+			name, tc.batches, tc.txns, mean.Round(10*time.Microsecond))
+		if tc.claim.n > 0 {
+			fmt.Fprintf(os.Stderr, "; claim Check mean %s (waiting for the ledger reader), max %s; Committed mean %s",
+				tc.claim.mean().Round(10*time.Microsecond), tc.claim.max.Round(10*time.Microsecond), tc.committed.mean().Round(time.Microsecond))
+		}
+		fmt.Fprintln(os.Stderr)
+	}
+	if tc.cpuStart != nil {
+		fmt.Fprintf(os.Stderr, "    trace %s cpu (whole run): broker %s, bench process %s\n", name,
+			tc.brokerCPU.Round(10*time.Millisecond), tc.selfCPU.Round(10*time.Millisecond))
+	}
+	keys := make([]int16, 0, len(tc.requests))
+	for k := range tc.requests {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		d := tc.requests[k]
+		parts = append(parts, fmt.Sprintf("%s n=%d mean=%s max=%s", kmsg.NameForKey(k), d.n,
+			d.mean().Round(10*time.Microsecond), d.max.Round(10*time.Microsecond)))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(os.Stderr, "    trace %s requests: %s\n", name, strings.Join(parts, "; "))
+	}
+}
+
+// timedGuard times the delivery protocol's calls for -trace. It changes
+// nothing in what they do.
+type timedGuard struct {
+	eos.Guard
+	tc *traceCollector
+}
+
+func (g *timedGuard) Committed(srcs []eos.Source) []bool {
+	start := time.Now()
+	out := g.Guard.Committed(srcs)
+	g.tc.record(&g.tc.committed, time.Since(start))
+	return out
+}
+
+func (g *timedGuard) Check(ctx context.Context) ([]bool, error) {
+	start := time.Now()
+	out, err := g.Guard.Check(ctx)
+	g.tc.record(&g.tc.claim, time.Since(start))
+	return out, err
+}
