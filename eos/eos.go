@@ -18,9 +18,6 @@ type Source struct {
 
 // Tx is the part of a worker's open transaction a Guard may use.
 type Tx interface {
-	// Produce writes records into the open transaction and waits for
-	// their acknowledgement.
-	Produce(ctx context.Context, recs ...*kgo.Record) error
 	// ProducerID returns the producer id and epoch of the transaction.
 	ProducerID(ctx context.Context) (int64, int16, error)
 	// TransactionalID returns the producer's transactional id.
@@ -32,17 +29,20 @@ type Tx interface {
 //
 //  1. Committed, before transforming: records already committed by an
 //     earlier transaction are accepted without producing anything.
-//  2. Claim, inside the open transaction after the outputs were produced and
-//     before the commit: the Guard records the claim and says which records
-//     an earlier transaction has committed meanwhile; if any, the worker
-//     aborts, accepts those and redoes the rest.
+//  2. Claims, inside the open transaction: the Guard returns the records
+//     that claim the batch's sources, and the worker produces them in one
+//     request with the outputs (a separate request would cost a round trip
+//     per transaction). Then Check, before the commit: the Guard says which
+//     records an earlier transaction has committed meanwhile; if any, the
+//     worker aborts, accepts those and redoes the rest.
 //  3. Resolve, when the commit's outcome is unknown: the Guard decides
 //     whether the transaction committed. It never guesses.
 //
 // A Guard is used by one worker goroutine at a time.
 type Guard interface {
 	Committed(srcs []Source) []bool
-	Claim(ctx context.Context, tx Tx, srcs []Source) (conflicts []bool, err error)
+	Claims(ctx context.Context, tx Tx, srcs []Source) ([]*kgo.Record, error)
+	Check(ctx context.Context) (conflicts []bool, err error)
 	Resolve(ctx context.Context) (committed bool, err error)
 	// Close releases the Guard's resources.
 	Close()
@@ -58,8 +58,11 @@ type AtLeastOnce struct{}
 // Committed reports nothing as committed.
 func (AtLeastOnce) Committed(srcs []Source) []bool { return make([]bool, len(srcs)) }
 
-// Claim claims nothing and reports no conflict.
-func (AtLeastOnce) Claim(context.Context, Tx, []Source) ([]bool, error) { return nil, nil }
+// Claims claims nothing.
+func (AtLeastOnce) Claims(context.Context, Tx, []Source) ([]*kgo.Record, error) { return nil, nil }
+
+// Check reports no conflict.
+func (AtLeastOnce) Check(context.Context) ([]bool, error) { return nil, nil }
 
 // Resolve reports "not committed": the records are released and may be
 // duplicated.

@@ -15,7 +15,11 @@ import (
 type ledgerGuard struct {
 	l     *Ledger
 	txnID string
-	last  []Pos // the claims of the last Claim call, watched for Resolve
+	// The claims of the open transaction, from Claims to Check.
+	open    []*claimGroup
+	nSrcs   int
+	records []*kgo.Record
+	last    []Pos // the claims of the last Check, watched for Resolve
 }
 
 // Committed reports which sources the index shows committed. A lagging
@@ -37,30 +41,29 @@ type claimGroup struct {
 	pos     Pos
 }
 
-// Claim writes one claim per source partition into the open transaction,
-// waits until the reader has applied them, and applies the conflict rule,
-// waiting (up to ClaimWait) for earlier pending claims of the same offsets.
-func (g *ledgerGuard) Claim(ctx context.Context, tx Tx, srcs []Source) ([]bool, error) {
+// Claims returns one claim record per source partition of srcs, to be
+// produced in the open transaction with the outputs.
+func (g *ledgerGuard) Claims(ctx context.Context, tx Tx, srcs []Source) ([]*kgo.Record, error) {
 	g.forget()
 	pid, epoch, err := tx.ProducerID(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("eos: claim: %w", err)
 	}
 	groups := make(map[partID]*claimGroup)
-	var order []*claimGroup
+	g.open, g.nSrcs = g.open[:0], len(srcs)
 	for i, s := range srcs {
 		k := PartKey{s.TopicID, s.Topic, s.Partition}
 		cg := groups[keyOf(k)]
 		if cg == nil {
 			cg = &claimGroup{key: k}
 			groups[keyOf(k)] = cg
-			order = append(order, cg)
+			g.open = append(g.open, cg)
 		}
 		cg.offsets = append(cg.offsets, s.Offset)
 		cg.idx = append(cg.idx, i)
 	}
-	recs := make([]*kgo.Record, len(order))
-	for i, cg := range order {
+	g.records = make([]*kgo.Record, len(g.open))
+	for i, cg := range g.open {
 		c := Claim{
 			Gen: g.l.cfg.Gen, Topic: cg.key.Topic, TopicID: cg.key.TopicID, Partition: cg.key.Partition,
 			Ranges: Ranges(cg.offsets), TxnID: g.txnID, ProducerID: pid, Epoch: epoch,
@@ -69,14 +72,22 @@ func (g *ledgerGuard) Claim(ctx context.Context, tx Tx, srcs []Source) ([]bool, 
 		if err != nil {
 			return nil, fmt.Errorf("eos: encoding claim: %w", err)
 		}
-		recs[i] = &kgo.Record{Topic: g.l.cfg.Topic, Key: claimKey(cg.key), Value: v}
+		g.records[i] = &kgo.Record{Topic: g.l.cfg.Topic, Key: claimKey(cg.key), Value: v}
 	}
-	if err := tx.Produce(ctx, recs...); err != nil {
-		return nil, fmt.Errorf("eos: writing claims: %w", err)
+	return g.records, nil
+}
+
+// Check is called once the records of Claims were produced (so they carry
+// their ledger positions). It waits until the reader has applied them and
+// applies the conflict rule, waiting (up to ClaimWait) for earlier pending
+// claims of the same offsets. conflicts is indexed like Claims' srcs.
+func (g *ledgerGuard) Check(ctx context.Context) ([]bool, error) {
+	if len(g.open) == 0 || len(g.records) != len(g.open) {
+		return nil, errors.New("eos: Check without Claims")
 	}
 	g.l.mu.Lock()
-	for i, cg := range order {
-		cg.pos = Pos{recs[i].Partition, recs[i].Offset}
+	for i, cg := range g.open {
+		cg.pos = Pos{g.records[i].Partition, g.records[i].Offset}
 		g.l.idx.Watch(cg.pos)
 		g.last = append(g.last, cg.pos)
 	}
@@ -87,12 +98,12 @@ func (g *ledgerGuard) Claim(ctx context.Context, tx Tx, srcs []Source) ([]bool, 
 	// partition claims are totally ordered and only wait on earlier ones.
 	wctx, cancel := context.WithTimeout(ctx, g.l.cfg.ClaimWait)
 	defer cancel()
-	conflicts := make([]bool, len(srcs))
+	conflicts := make([]bool, g.nSrcs)
 	for {
 		g.l.mu.Lock()
 		wait := false
 		var cerr error
-		for _, cg := range order {
+		for _, cg := range g.open {
 			c, w, err := g.l.idx.Check(cg.pos, cg.key, cg.offsets)
 			if err != nil {
 				cerr = err

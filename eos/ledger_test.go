@@ -19,11 +19,20 @@ type kgoTx struct {
 	id string
 }
 
-func (t kgoTx) Produce(ctx context.Context, recs ...*kgo.Record) error {
-	return t.cl.ProduceSync(ctx, recs...).FirstErr()
+// claim produces g's claims for srcs in t's open transaction and checks
+// them, as the worker does (there with the outputs in the same request).
+func claim(ctx context.Context, g Guard, t kgoTx, srcs []Source) ([]bool, error) {
+	recs, err := g.Claims(ctx, t, srcs)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return nil, err
+	}
+	return g.Check(ctx)
 }
 func (t kgoTx) ProducerID(ctx context.Context) (int64, int16, error) { return t.cl.ProducerID(ctx) }
-func (t kgoTx) TransactionalID() string                               { return t.id }
+func (t kgoTx) TransactionalID() string                              { return t.id }
 
 func newTx(t *testing.T, c *kfake.Cluster, id string) kgoTx {
 	t.Helper()
@@ -68,7 +77,7 @@ func TestALaterClaimOfACommittedOffsetConflictsOnlyOnThatOffset(t *testing.T) {
 	a := newTx(t, c, "a")
 	a.cl.BeginTransaction()
 	ga := l.Guard("a")
-	if conf, err := ga.Claim(ctx, a, srcs(1, 2, 3)); err != nil || anyOf(conf) {
+	if conf, err := claim(ctx, ga, a, srcs(1, 2, 3)); err != nil || anyOf(conf) {
 		t.Fatalf("first claim: conflicts %v, %v", conf, err)
 	}
 	if err := a.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
@@ -77,7 +86,7 @@ func TestALaterClaimOfACommittedOffsetConflictsOnlyOnThatOffset(t *testing.T) {
 
 	b := newTx(t, c, "b")
 	b.cl.BeginTransaction()
-	conf, err := l.Guard("b").Claim(ctx, b, srcs(3, 4))
+	conf, err := claim(ctx, l.Guard("b"), b, srcs(3, 4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +107,7 @@ func TestAClaimWaitsForAnEarlierPendingClaimAndProceedsWhenItAborts(t *testing.T
 
 	a := newTx(t, c, "a")
 	a.cl.BeginTransaction()
-	if _, err := l.Guard("a").Claim(ctx, a, srcs(7)); err != nil {
+	if _, err := claim(ctx, l.Guard("a"), a, srcs(7)); err != nil {
 		t.Fatal(err)
 	}
 	b := newTx(t, c, "b")
@@ -112,7 +121,7 @@ func TestAClaimWaitsForAnEarlierPendingClaimAndProceedsWhenItAborts(t *testing.T
 	start := time.Now()
 	go func() {
 		defer wg.Done()
-		conf, err = l.Guard("b").Claim(ctx, b, srcs(7))
+		conf, err = claim(ctx, l.Guard("b"), b, srcs(7))
 	}()
 	time.Sleep(300 * time.Millisecond)
 	if err := a.cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
@@ -134,12 +143,12 @@ func TestAClaimGivesUpWhenAnEarlierClaimStaysPendingTooLong(t *testing.T) {
 	ctx := context.Background()
 	a := newTx(t, c, "a")
 	a.cl.BeginTransaction()
-	if _, err := l.Guard("a").Claim(ctx, a, srcs(9)); err != nil {
+	if _, err := claim(ctx, l.Guard("a"), a, srcs(9)); err != nil {
 		t.Fatal(err)
 	}
 	b := newTx(t, c, "b")
 	b.cl.BeginTransaction()
-	if _, err := l.Guard("b").Claim(ctx, b, srcs(9)); !errors.Is(err, ErrClaimWaitTimeout) {
+	if _, err := claim(ctx, l.Guard("b"), b, srcs(9)); !errors.Is(err, ErrClaimWaitTimeout) {
 		t.Fatalf("err = %v, want ErrClaimWaitTimeout", err)
 	}
 }
@@ -154,7 +163,7 @@ func TestResolveTellsWhetherTheLastClaimCommitted(t *testing.T) {
 	g := l.Guard("a")
 	for i, commit := range []bool{true, false} {
 		a.cl.BeginTransaction()
-		if conf, err := g.Claim(ctx, a, srcs(int64(20+i))); err != nil || anyOf(conf) {
+		if conf, err := claim(ctx, g, a, srcs(int64(20+i))); err != nil || anyOf(conf) {
 			t.Fatalf("claim: %v, %v", conf, err)
 		}
 		if err := a.cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {

@@ -293,16 +293,23 @@ func (w *worker) transact(ctx context.Context, b *batch, plans []plan, srcs []eo
 		recs = append(recs, plans[i].outs...)
 		hasDLQ = hasDLQ || plans[i].deadLetter
 	}
-	if err := w.prod.Produce(tctx, recs...); err != nil {
-		return fail("produce", err)
-	}
 	claimSrcs := make([]eos.Source, len(pending))
 	for j, i := range pending {
 		claimSrcs[j] = srcs[i]
 	}
-	conflicts, err := w.guard.Claim(tctx, w.prod, claimSrcs)
+	// The claims go in the same produce request as the outputs.
+	claims, err := w.guard.Claims(tctx, w.prod, claimSrcs)
 	if err != nil {
 		return fail("claim", err)
+	}
+	if err := w.prod.Produce(tctx, append(recs, claims...)...); err != nil {
+		return fail("produce", err)
+	}
+	var conflicts []bool
+	if len(claims) > 0 {
+		if conflicts, err = w.guard.Check(tctx); err != nil {
+			return fail("claim check", err)
+		}
 	}
 	if anyTrue(conflicts) {
 		// An earlier transaction committed some of these records: they
