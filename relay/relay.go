@@ -163,17 +163,15 @@ func (r *Relay) Run(ctx context.Context) error {
 	return err
 }
 
-// watchTopicIDs stops the relay when a source topic is deleted and
-// recreated while it runs: claims are keyed by topic ID, and the workers
-// resolved the IDs at start.
-func (r *Relay) watchTopicIDs(ctx context.Context, ids map[string][16]byte) error {
+// every runs check every interval with a client of its own until ctx ends
+// or check returns an error: the relay's background watchers.
+func (r *Relay) every(ctx context.Context, interval time.Duration, check func(*kgo.Client) error) error {
 	cl, err := kgo.NewClient(r.clientOpts()...)
 	if err != nil {
 		return fmt.Errorf("relay: %w", err)
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	t := time.NewTicker(10 * time.Second)
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
@@ -181,16 +179,28 @@ func (r *Relay) watchTopicIDs(ctx context.Context, ids map[string][16]byte) erro
 			return nil
 		case <-t.C:
 		}
-		td, err := adm.ListTopics(ctx, r.p.Source.Topics...)
+		if err := check(cl); err != nil {
+			return err
+		}
+	}
+}
+
+// watchTopicIDs stops the relay when a source topic is deleted and
+// recreated while it runs: claims are keyed by topic ID, and the workers
+// resolved the IDs at start.
+func (r *Relay) watchTopicIDs(ctx context.Context, ids map[string][16]byte) error {
+	return r.every(ctx, 10*time.Second, func(cl *kgo.Client) error {
+		td, err := kadm.NewClient(cl).ListTopics(ctx, r.p.Source.Topics...)
 		if err != nil {
-			continue
+			return nil // try again next time
 		}
 		for name, id := range ids {
 			if d, ok := td[name]; ok && d.Err == nil && d.ID != id {
 				return fmt.Errorf("relay: source topic %s was recreated (topic ID changed) while running; restart the relay", name)
 			}
 		}
-	}
+		return nil
+	})
 }
 
 // prepare runs the start-up checks: topics exist, the share group's configs
@@ -280,24 +290,13 @@ func (r *Relay) setAttempts(l ShareLimits) {
 // refreshLimits re-reads the group's delivery limit every interval, so an
 // operator lowering share.delivery.count.limit while the relay runs does
 // not make the broker archive records the relay still means to retry.
-func (r *Relay) refreshLimits(ctx context.Context, every time.Duration) error {
-	cl, err := kgo.NewClient(r.clientOpts()...)
-	if err != nil {
-		return fmt.Errorf("relay: %w", err)
-	}
-	defer cl.Close()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+func (r *Relay) refreshLimits(ctx context.Context, interval time.Duration) error {
+	return r.every(ctx, interval, func(cl *kgo.Client) error {
 		if l, err := EffectiveShareLimits(ctx, cl, r.p.Source.Group); err == nil {
 			r.setAttempts(l)
 		}
-	}
+		return nil
+	})
 }
 
 // runWorker creates worker i's clients, runs its loop, and tears it down:
