@@ -37,6 +37,7 @@ type Metrics struct {
 	BatchSeconds     prometheus.Histogram
 	AlreadyCommitted *prometheus.CounterVec
 	ClaimConflicts   *prometheus.CounterVec
+	ProducerResets   *prometheus.CounterVec
 	InvariantBreaks  prometheus.Counter
 	WorkersRunning   prometheus.Gauge
 }
@@ -61,6 +62,7 @@ func New(reg prometheus.Registerer, pipeline string) *Metrics {
 		AckErrors:        counter("ack_errors_total", "Share acknowledgements the broker refused or the client could not deliver.", "worker"),
 		Transactions:     counter("transactions_total", "Transactions ended, by outcome.", "worker", "outcome"),
 		AlreadyCommitted: counter("already_committed_total", "Records accepted without processing because the claim ledger shows them committed (exactly-once only).", "worker"),
+		ProducerResets:   counter("producer_resets_total", "Transactional producers replaced after a fatal error (they could no longer begin or abort transactions).", "worker"),
 		ClaimConflicts:   counter("claim_conflicts_total", "Records dropped from a transaction because an earlier claim committed them (exactly-once only).", "worker"),
 		BatchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "sharerelay", Name: "batch_duration_seconds", ConstLabels: c,

@@ -306,20 +306,22 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 	log := r.log.With("worker", i)
 	txnID := r.TransactionalID(i)
 
-	prod, err := retryStart(ctx, log, "transactional producer", func() (*txn.Producer, error) {
-		return txn.New(ctx, txn.Config{
-			Seeds:              r.p.Brokers,
-			TransactionalID:    txnID,
-			TransactionTimeout: r.p.Output.TransactionTimeout,
-			ClientID:           txnID,
-			Extra:              r.opts.ClientOpts,
+	newProducer := func(ctx context.Context) (*txn.Producer, error) {
+		return retryStart(ctx, log, "transactional producer", func() (*txn.Producer, error) {
+			return txn.New(ctx, txn.Config{
+				Seeds:              r.p.Brokers,
+				TransactionalID:    txnID,
+				TransactionTimeout: r.p.Output.TransactionTimeout,
+				ClientID:           txnID,
+				Extra:              r.opts.ClientOpts,
+			})
 		})
-	})
+	}
+	prod, err := newProducer(ctx)
 	if err != nil {
 		ready()
 		return err
 	}
-	defer prod.Close()
 
 	newGuard := r.opts.NewGuard
 	if newGuard == nil {
@@ -337,6 +339,14 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		kgo.ShareGroup(r.p.Source.Group),
 		kgo.ConsumeTopics(r.p.Source.Topics...),
 		kgo.ShareMaxRecords(int32(r.p.Batch.MaxRecords)),
+		// Acquire no more than a batch: by default the broker returns
+		// whole record batches (thousands of small records), and
+		// records acquired beyond what the worker processes within the
+		// lock sit in the client's buffer until their locks expire,
+		// each expiry costing a delivery. One fetch ahead keeps the
+		// pipeline busy while bounding what a stalled relay holds.
+		kgo.ShareMaxRecordsStrict(),
+		kgo.MaxConcurrentFetches(1),
 		kgo.ShareAckCallback(func(_ *kgo.Client, res kgo.ShareAckResults) {
 			for _, a := range res {
 				if a.Err != nil {
@@ -358,8 +368,9 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		src: &shareSource{cl: cons, max: r.p.Batch.MaxRecords, onUnresolved: func(n int) {
 			r.m.InvariantBreaks.Add(float64(n))
 		}},
-		prod: prod, guard: guard, chain: r.chain, m: r.m, log: log, now: time.Now,
+		prod: prod, newProducer: newProducer, guard: guard, chain: r.chain, m: r.m, log: log, now: time.Now,
 	}
+	defer func() { w.prod.Close() }()
 	ready()
 	log.Info("worker started", "transactional_id", txnID)
 	runErr := w.run(ctx)

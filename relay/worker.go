@@ -38,13 +38,22 @@ type worker struct {
 
 	topicIDs map[string][16]byte // source topic IDs, resolved at start
 
-	src   *shareSource
-	prod  *txn.Producer
-	guard eos.Guard
-	chain *transform.Chain
-	m     *metrics.Metrics
-	log   *slog.Logger
-	now   func() time.Time
+	src  *shareSource
+	prod *txn.Producer
+	// newProducer replaces a producer that can no longer begin or abort
+	// transactions (franz-go: "producer ID has a fatal, unrecoverable
+	// error"); the new one re-initialises the producer id, which aborts
+	// whatever the old one left open.
+	newProducer func(context.Context) (*txn.Producer, error)
+	// broken is set when prod must be replaced before the next poll.
+	broken bool
+	// failures counts consecutive failed transactions, for the backoff.
+	failures int
+	guard    eos.Guard
+	chain    *transform.Chain
+	m        *metrics.Metrics
+	log      *slog.Logger
+	now      func() time.Time
 }
 
 // plan is what one source record of a batch turned into.
@@ -62,6 +71,21 @@ func (w *worker) run(ctx context.Context) error {
 	defer w.m.WorkersRunning.Dec()
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
+		// Never take records while unable to write them: a worker
+		// whose transactions fail at once would acquire and release
+		// records in a tight loop, burning their deliveries until the
+		// broker archives them.
+		if w.broken {
+			if err := w.replaceProducer(ctx); err != nil {
+				return err
+			}
+		}
+		if w.failures > 0 {
+			sleepCtx(ctx, min(time.Duration(w.failures)*100*time.Millisecond, 2*time.Second))
+			if ctx.Err() != nil {
+				break
+			}
+		}
 		pctx, cancel := context.WithTimeout(ctx, w.pollTimeout)
 		b, err := w.src.poll(pctx)
 		cancel()
@@ -142,6 +166,23 @@ func (w *worker) process(ctx context.Context, b *batch) (err error) {
 			return err
 		}
 	}
+	return nil
+}
+
+// replaceProducer closes the broken producer and creates a new one with
+// the same transactional id.
+func (w *worker) replaceProducer(ctx context.Context) error {
+	w.log.Warn("replacing the transactional producer after a fatal error")
+	w.prod.Close()
+	p, err := w.newProducer(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("worker %d: %w", w.id, err)
+	}
+	w.prod, w.broken = p, false
+	w.m.ProducerResets.WithLabelValues(w.label).Inc()
 	return nil
 }
 
@@ -273,8 +314,12 @@ func (w *worker) transact(ctx context.Context, b *batch, plans []plan, srcs []eo
 	}
 	fail := func(stage string, err error) ([]int, error) {
 		w.log.Warn("transaction failed; releasing its records", "stage", stage, "records", len(pending), "err", err)
-		if aerr := w.prod.Abort(tctx); aerr != nil {
+		w.failures++
+		if stage == "begin" {
+			w.broken = true
+		} else if aerr := w.prod.Abort(tctx); aerr != nil {
 			err = errors.Join(err, aerr)
+			w.broken = true
 		}
 		w.m.Transactions.WithLabelValues(w.label, metrics.TxnAborted).Inc()
 		releaseAll()
@@ -349,6 +394,7 @@ func (w *worker) transact(ctx context.Context, b *batch, plans []plan, srcs []eo
 	}
 	switch outcome {
 	case txn.Committed:
+		w.failures = 0
 		w.m.Transactions.WithLabelValues(w.label, metrics.TxnCommitted).Inc()
 		for _, i := range pending {
 			if plans[i].deadLetter {
@@ -368,6 +414,7 @@ func (w *worker) transact(ctx context.Context, b *batch, plans []plan, srcs []eo
 		w.m.Transactions.WithLabelValues(w.label, metrics.TxnAborted).Inc()
 	}
 	w.log.Warn("transaction not committed; releasing its records", "outcome", outcome, "records", len(pending), "err", err)
+	w.failures++
 	releaseAll()
 	if errors.Is(err, txn.ErrFenced) {
 		return nil, fmt.Errorf("worker %d: %w", w.id, err)
