@@ -10,7 +10,7 @@ PKGS     := ./...
 # Generous: the real-broker suite starts a JVM broker and runs fault tests.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build demo test test-unit lint bench kafka-up kafka-down clean
+.PHONY: all build demo test test-unit lint bench chaos soak kafka-up kafka-down clean
 
 all: build
 
@@ -40,6 +40,16 @@ lint:
 bench:
 	$(GO) run ./integration/cmd/bench $(BENCH_ARGS)
 	$(GO) test -run '^$$' -bench BenchmarkLedgerRestart -benchtime 3x -timeout 30m ./integration/
+
+# The chaos catalogue (integration/chaos): relays as processes, faults by
+# signals, Toxiproxy, failpoints and broker kills; every scenario ends with
+# the verifier. CHAOS_SEED replays a run.
+chaos:
+	$(GO) test -count=1 -timeout 60m -run '^TestChaos' -v ./integration/chaos/
+
+# Scenario 10 (nemesis) for a million records; not in CI.
+soak:
+	CHAOS_RECORDS=1000000 CHAOS_NEMESIS=20m $(GO) test -count=1 -timeout 3h -run '^TestChaosNemesis$$' -v ./integration/chaos/
 
 kafka-up:
 	@$(GO) run ./integration/cmd/kafkabroker up

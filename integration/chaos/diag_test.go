@@ -1,0 +1,328 @@
+package chaos
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// diagnoseOpenTxns explains partitions whose last stable offset is stuck
+// below the high watermark: which producers hold the open transactions
+// (DescribeProducers), what the transaction coordinator says of the
+// pipeline's transactional ids (DescribeTransactions), and what the claim
+// ledger says of those producers — the marker that followed their last
+// claims, if any. A hanging transaction whose ledger claim reads COMMIT
+// while its outputs never get a marker is the dangerous case: the relay
+// has accepted the records, readers cannot see the outputs, and an
+// operator aborting the transaction would lose them.
+func diagnoseOpenTxns(ctx context.Context, adm *kadm.Client, seeds []string, pipeline, ledger string, topics ...string) string {
+	var b strings.Builder
+	ts := kadm.TopicsSet{}
+	for _, t := range topics {
+		ts.Add(t)
+	}
+	hanging := map[int64]int16{}
+	dp, err := adm.DescribeProducers(ctx, ts)
+	if err != nil {
+		fmt.Fprintf(&b, "DescribeProducers: %v\n", err)
+	}
+	var lines []string
+	for _, p := range dp.SortedProducers() {
+		if p.CurrentTxnStartOffset >= 0 {
+			hanging[p.ProducerID] = p.ProducerEpoch
+			lines = append(lines, fmt.Sprintf("  %s[%d]: producer %d epoch %d has a transaction open since offset %d (last write %s)",
+				p.Topic, p.Partition, p.ProducerID, p.ProducerEpoch, p.CurrentTxnStartOffset, time.UnixMilli(p.LastTimestamp).UTC().Format(time.RFC3339Nano)))
+		}
+	}
+	sort.Strings(lines)
+	fmt.Fprintf(&b, "open transactions by partition:\n%s\n", strings.Join(lines, "\n"))
+
+	lt, err := adm.ListTransactions(ctx, nil, nil)
+	if err != nil {
+		fmt.Fprintf(&b, "ListTransactions: %v\n", err)
+	}
+	var ids []string
+	for _, t := range lt.Sorted() {
+		if strings.HasPrefix(t.TxnID, "sharerelay-"+pipeline+"-") {
+			ids = append(ids, t.TxnID)
+		}
+	}
+	if len(ids) > 0 {
+		dt, err := adm.DescribeTransactions(ctx, ids...)
+		if err != nil {
+			fmt.Fprintf(&b, "DescribeTransactions: %v\n", err)
+		}
+		for _, d := range dt.Sorted() {
+			mark := ""
+			if _, ok := hanging[d.ProducerID]; ok {
+				mark = "  <- holds an open transaction"
+			}
+			fmt.Fprintf(&b, "  coordinator: %s producer %d epoch %d state %s topics %v%s\n", d.TxnID, d.ProducerID, d.ProducerEpoch, d.State, d.Topics.Topics(), mark)
+		}
+	}
+	fmt.Fprint(&b, ledgerView(ctx, seeds, ledger, hanging))
+	return b.String()
+}
+
+// txnVerdict is what the claim ledger says of one hanging transaction
+// (producer id and epoch): the marker that followed its claims there.
+type txnVerdict struct {
+	claims int
+	marker string // COMMIT, ABORT, or "" when the ledger has no marker either
+	at     int64
+}
+
+// ledgerVerdicts reads the claim ledger read_uncommitted with its markers
+// and returns, for each producer id and epoch of interest, how its claims
+// ended.
+func ledgerVerdicts(ctx context.Context, seeds []string, ledger string, want map[int64]int16) (map[int64]txnVerdict, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{ledger: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.KeepControlRecords())
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, ledger)
+	if err != nil {
+		return nil, err
+	}
+	end, _ := ends.Lookup(ledger, 0)
+	out := map[int64]txnVerdict{}
+	for pos := int64(0); pos < end.Offset; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			pos = r.Offset + 1
+			epoch, ok := want[r.ProducerID]
+			if !ok {
+				return
+			}
+			v := out[r.ProducerID]
+			switch {
+			case v.marker != "":
+			case r.Attrs.IsControl():
+				// The marker ending the transaction that wrote the
+				// claims: the producer's next marker (with transaction
+				// version 2 it carries the bumped epoch).
+				if v.claims > 0 && len(r.Key) >= 4 {
+					v.marker = map[uint16]string{0: "ABORT", 1: "COMMIT"}[binary.BigEndian.Uint16(r.Key[2:4])]
+					v.at = r.Offset
+				}
+			case r.ProducerEpoch == epoch:
+				v.claims++
+			}
+			out[r.ProducerID] = v
+		})
+	}
+	return out, nil
+}
+
+// ledgerView formats ledgerVerdicts.
+func ledgerView(ctx context.Context, seeds []string, ledger string, want map[int64]int16) string {
+	vs, err := ledgerVerdicts(ctx, seeds, ledger, want)
+	if err != nil {
+		return fmt.Sprintf("claim ledger: %v\n", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "claim ledger %s on the hanging transactions:\n", ledger)
+	for pid, epoch := range want {
+		v := vs[pid]
+		switch {
+		case v.claims == 0 && v.marker == "":
+			fmt.Fprintf(&b, "  producer %d epoch %d: no claim in the ledger\n", pid, epoch)
+		case v.marker == "":
+			fmt.Fprintf(&b, "  producer %d epoch %d: %d claims, NO marker (pending for every relay)\n", pid, epoch, v.claims)
+		default:
+			fmt.Fprintf(&b, "  producer %d epoch %d: %d claims, marker %s at ledger offset %d\n", pid, epoch, v.claims, v.marker, v.at)
+		}
+	}
+	return b.String()
+}
+
+// hangingTxn is an open transaction on a partition that the coordinator
+// has already finished: its markers were dropped (see doc.go).
+type hangingTxn struct {
+	topic      string
+	partition  int32
+	pid        int64
+	epoch      int16
+	coordEpoch int32
+	since      int64
+	// verdict is COMMIT or ABORT, or "" when it cannot be told; why says
+	// where it comes from.
+	verdict, why string
+}
+
+func (h hangingTxn) key() string {
+	return fmt.Sprintf("%s/%d/%d/%d", h.topic, h.partition, h.pid, h.epoch)
+}
+
+// findHanging returns the open transactions on topics that the coordinator
+// has finished: its producer id is at least two epochs further (with
+// transaction version 2 every transaction ends with an epoch bump), or one
+// epoch further in state CompleteCommit / CompleteAbort — markers are
+// written before that state — or, with final (no relay runs any more), in
+// any state but Ongoing or Prepare*. The verdict is the coordinator's
+// state when it is still about that transaction (epoch + 1, Complete*),
+// else the marker that followed the transaction's claim in the claim
+// ledger, else ABORT when it wrote no claim (the relay commits nothing
+// without one).
+func findHanging(ctx context.Context, adm *kadm.Client, seeds []string, pipeline, ledger string, final bool, topics ...string) ([]hangingTxn, error) {
+	ts := kadm.TopicsSet{}
+	for _, t := range topics {
+		ts.Add(t)
+	}
+	dp, err := adm.DescribeProducers(ctx, ts)
+	if err != nil {
+		return nil, err
+	}
+	lt, err := adm.ListTransactions(ctx, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, t := range lt.Sorted() {
+		if strings.HasPrefix(t.TxnID, "sharerelay-"+pipeline+"-") {
+			ids = append(ids, t.TxnID)
+		}
+	}
+	current := map[int64]int16{}
+	state := map[int64]string{}
+	if len(ids) > 0 {
+		dt, err := adm.DescribeTransactions(ctx, ids...)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range dt {
+			current[d.ProducerID] = d.ProducerEpoch
+			state[d.ProducerID] = d.State
+		}
+	}
+	var out []hangingTxn
+	want := map[int64]int16{}
+	for _, p := range dp.SortedProducers() {
+		if p.CurrentTxnStartOffset < 0 {
+			continue
+		}
+		h := hangingTxn{topic: p.Topic, partition: p.Partition, pid: p.ProducerID, epoch: p.ProducerEpoch,
+			coordEpoch: p.CoordinatorEpoch, since: p.CurrentTxnStartOffset}
+		cur, known := current[p.ProducerID]
+		st := state[p.ProducerID]
+		switch {
+		case known && cur == p.ProducerEpoch+1 && st == "CompleteCommit":
+			h.verdict, h.why = "COMMIT", "coordinator: CompleteCommit at the next epoch"
+		case known && cur == p.ProducerEpoch+1 && st == "CompleteAbort":
+			h.verdict, h.why = "ABORT", "coordinator: CompleteAbort at the next epoch"
+		case known && cur >= p.ProducerEpoch+2:
+		case final && st != "Ongoing" && !strings.HasPrefix(st, "Prepare"):
+		default:
+			continue // running, or its markers in flight
+		}
+		if h.verdict == "" {
+			want[p.ProducerID] = p.ProducerEpoch
+		}
+		out = append(out, h)
+	}
+	if len(want) > 0 {
+		vs, err := ledgerVerdicts(ctx, seeds, ledger, want)
+		if err != nil {
+			return nil, err
+		}
+		for i := range out {
+			h := &out[i]
+			if h.verdict != "" {
+				continue
+			}
+			switch v := vs[h.pid]; {
+			case v.marker != "":
+				h.verdict, h.why = v.marker, fmt.Sprintf("claim ledger: marker at offset %d", v.at)
+			case v.claims == 0 && h.topic != ledger:
+				h.verdict, h.why = "ABORT", "no claim in the ledger"
+			default:
+				h.why = fmt.Sprintf("claim ledger: %d claims, no marker; coordinator at epoch %d", v.claims, current[h.pid])
+			}
+		}
+	}
+	return out, nil
+}
+
+// completeHanging writes the markers Kafka dropped, with each one's
+// verdict. A hanging transaction without a verdict is an error.
+func completeHanging(ctx context.Context, adm *kadm.Client, hs []hangingTxn) error {
+	for _, h := range hs {
+		if h.verdict == "" {
+			return fmt.Errorf("hanging transaction %v cannot be judged", h)
+		}
+		ts := kadm.TopicsSet{}
+		ts.Add(h.topic, h.partition)
+		resp, err := adm.WriteTxnMarkers(ctx, kadm.TxnMarkers{ProducerID: h.pid, ProducerEpoch: h.epoch, Commit: h.verdict == "COMMIT", CoordinatorEpoch: h.coordEpoch, Topics: ts})
+		if err != nil {
+			return fmt.Errorf("writing the marker of %v: %w", h, err)
+		}
+		for _, p := range resp.SortedPartitions() {
+			if p.Err != nil {
+				return fmt.Errorf("writing the marker of %v: %w", h, p.Err)
+			}
+		}
+	}
+	return nil
+}
+
+func (h hangingTxn) String() string {
+	v := h.verdict
+	if v == "" {
+		v = "UNKNOWN"
+	}
+	return fmt.Sprintf("%s[%d] producer %d epoch %d open since offset %d: %s (%s)", h.topic, h.partition, h.pid, h.epoch, h.since, v, h.why)
+}
+
+// startJanitor, for scenarios that crash the broker, completes hanging
+// transactions while the relays run, as a replicated cluster would have
+// (its markers go to the new leaders within milliseconds): every 5 s it
+// looks for them and completes those seen in two checks in a row.
+func (s *scenario) startJanitor() {
+	s.scrapeWG.Add(1)
+	go func() {
+		defer s.scrapeWG.Done()
+		seen := map[string]bool{}
+		for {
+			select {
+			case <-s.stopCh:
+				return
+			case <-time.After(5 * time.Second):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			hs, err := findHanging(ctx, s.adm, s.env.direct, s.pipeline, s.ledger, false, s.txnTopics()...)
+			next := map[string]bool{}
+			var due []hangingTxn
+			for _, h := range hs {
+				if seen[h.key()] && h.verdict != "" {
+					due = append(due, h)
+				} else {
+					next[h.key()] = true
+				}
+			}
+			seen = next
+			if err == nil && len(due) > 0 {
+				for _, h := range due {
+					s.t.Logf("hanging transaction (markers dropped by the broker): %v; completing it", h)
+				}
+				err = completeHanging(ctx, s.adm, due)
+				s.count(func(r *result) { r.HangingTxns += len(due) })
+			}
+			cancel()
+			if err != nil && (!s.env.local || s.env.broker.Running()) && !strings.Contains(err.Error(), "connection refused") {
+				s.t.Logf("janitor: %v", err)
+			}
+		}
+	}()
+}

@@ -1,0 +1,213 @@
+// Package chaos is sharerelay's chaos suite: several `relay run` processes
+// (the real binary, real signals) against a real Apache Kafka broker,
+// through Toxiproxy, with faults injected while records flow, and the
+// exactly-once verdict of the pipeline verifier at the end. All of it is in
+// the package's test files; this file only documents it.
+//
+// # Running it
+//
+//	go test -count=1 -run '^TestChaos' -v ./integration/chaos/             # the catalogue (make chaos)
+//	go test -count=1 -run '^TestChaosRelayHardBounce$' -v ./integration/chaos/
+//	CHAOS_SEED=1234 go test -count=1 -run '^TestChaosNemesis$' ./integration/chaos/   # replay a schedule
+//	CHAOS_RECORDS=1000000 CHAOS_NEMESIS=20m go test -count=1 -timeout 3h -run '^TestChaosNemesis$' ./integration/chaos/   # make soak
+//
+// Environment:
+//
+//	CHAOS_SEED         seed of the fault schedule (default: the clock); printed by every scenario
+//	CHAOS_RECORDS      records per scenario (default 100,000)
+//	CHAOS_NEMESIS      duration of the nemesis scenario (default 3m)
+//	CHAOS_REPORT       write the per-scenario report there: JSON if the name ends in .json, else markdown
+//	CHAOS_KEEP         keep relay logs and configs even when the scenario passes
+//	CHAOS_BATCH_BYTES  batch size of the seeding producer (default 16 KiB, the Java producer's default)
+//	KAFKA_BOOTSTRAP_SERVERS, SHARERELAY_REQUIRE_BROKER   as everywhere (see below)
+//
+// # The set-up
+//
+// TestMain builds ./cmd/relay. On first use the suite starts its own broker
+// (kafkatest.StartLocal, not the broker other packages share), because it
+// must kill and restart it and give it extra listeners
+// (kafkatest.WithListeners):
+//
+//   - PLAINTEXT, advertised as itself: the harness's own clients — seeding,
+//     lag, the concurrent reader, the verifier — and the broker's
+//     inter-broker traffic (transaction markers). Faults never touch it.
+//   - RELAY0..RELAY2, one per relay slot, each advertised as the address of
+//     its own in-process Toxiproxy proxy (github.com/Shopify/toxiproxy/v2),
+//     which forwards to that listener. Kafka answers a metadata request with
+//     the advertised address of the listener the request came in on, so a
+//     relay bootstrapped through proxy i keeps every connection on proxy i
+//     after the first metadata refresh. A network fault can therefore hit
+//     one relay, or all of them, and never the checker.
+//
+// Relays run as processes with `--instance r<i>` (at most three at once on
+// two cores). Each incarnation gets its own /metrics port
+// (metrics.listen: ${CHAOS_METRICS_ADDR}; brokers: ${CHAOS_BROKERS}); a
+// supervisor restarts a relay whenever its process exits, like systemd or
+// Kubernetes would: after the delay the fault chose, or after 1 s when it
+// exited on its own (counted as "relay exits" with the log tail). The
+// harness scrapes every running relay's /metrics every 500 ms and keeps the
+// largest value of each counter per incarnation; the report sums those, so
+// counts survive kills (they are lower bounds: the last half second of a
+// SIGKILLed process is lost).
+//
+// With KAFKA_BOOTSTRAP_SERVERS set (an external cluster), the relays
+// connect to it directly; scenarios that need network faults (6, 10) or to
+// kill the broker (4, 10) are skipped with the reason — not failed, even
+// with SHARERELAY_REQUIRE_BROKER=1, because the operator chose a cluster the
+// harness cannot proxy or restart. Without it, a broker that cannot start
+// skips the suite, or fails it with SHARERELAY_REQUIRE_BROKER=1 (as in CI).
+// -short skips the suite.
+//
+// # Every scenario
+//
+//  1. prints its seed: CHAOS_SEED or the clock. The seed drives the fault
+//     schedule — which relay, which fault, when, how long, restart delays.
+//     Process and network timing is not reproducible, so a replay runs the
+//     same schedule, not the same interleaving;
+//  2. creates its own topics (source with 3 partitions, output with 3,
+//     dead letters with 1; the relays create the ledger) and a pipeline
+//     file: 1 ms of simulated work per record (a delay transform; without
+//     it the relay moves ~10k records/s and 100k records are gone before
+//     the faults land), batches of 100 records, share lock 6 s,
+//     transaction timeout 4 s (below the lock), share.delivery.count.limit
+//     10 (the broker's maximum: faults that abort transactions cost a
+//     delivery each, and the documented limit of the protocol is a record
+//     archived without a dead letter when crashes use up all deliveries —
+//     the poison scenario lowers it to 3 on purpose);
+//  3. seeds unique records {"order_id": i, "run": <pipeline>} keyed by i,
+//     all at once or, for the network and nemesis scenarios, as a stream
+//     during the faults;
+//  4. starts the relays, the metrics scraper, and a read_committed reader
+//     of the output and dead-letter topics that runs DURING the faults
+//     (Jepsen's "aborted read" check: such a reader must never see a
+//     source record twice, and at the end must have seen exactly the final
+//     committed set);
+//  5. runs its faults;
+//  6. heals everything (toxics removed, proxies up, paused relays
+//     resumed, broker running) and waits for quiescence: share-group lag 0
+//     and no open transaction (last stable offset = high watermark) on the
+//     outputs, the dead letters and the ledger, three checks in a row;
+//     then stops the relays with SIGTERM and checks again;
+//  7. runs the verifier — audit.Verify, the checker behind `relay verify
+//     -c`, over the direct listener — and fails on any lost, duplicated or
+//     unexpected record, a record both in the output and the dead letters,
+//     a wrong dead-letter count, an invariant violation counted by a relay,
+//     or an aborted read. Aborted writes (records in aborted transactions,
+//     visible read_uncommitted) are expected under faults and reported;
+//  8. logs one report line (and writes CHAOS_REPORT): records, SIGKILLs,
+//     failpoint kills, SIGTERMs, SIGSTOPs, network faults by kind, broker
+//     kill -9s and clean restarts, hanging transactions completed, relay
+//     exits, records polled, redeliveries, transactions committed /
+//     aborted / unknown, ack errors, claim conflicts, already-committed
+//     records, aborted records, what the reader saw, time, verdict.
+//
+// On failure the relay logs and configs are kept (path printed) and the
+// tails logged; the broker directory is kept by TestMain.
+//
+// # The catalogue
+//
+// Names start with TestChaos so a suite can be picked by prefix. Sizes are
+// CHAOS_RECORDS (100,000 by default) for all.
+//
+//  1. Control — no faults: the baseline of every count, and throughput.
+//  2. RelayHardBounce — SIGKILL each relay in turn, in a random order per
+//     round, repeatedly until 90% of the records are done; restart after
+//     0–2 s. Every transaction is held open 40 ms before its commit
+//     (failpoint before-commit=sleep(40ms)) so a good share of the kills
+//     land inside an open transaction rather than in the transform.
+//  3. RelayCleanBounce — the same with SIGTERM; each relay must exit 0
+//     within 45 s.
+//  4. BrokerBounce — kill -9 at 20%, clean restart (SIGTERM) at 50%,
+//     kill -9 again at 75%, each time restarted on the same data
+//     directory and ports.
+//  5. Zombie — SIGSTOP each relay in turn for 8–11 s (longer than the 6 s
+//     lock and the 4 s transaction timeout), then SIGCONT.
+//  6. Network — connection resets (reset_peer, both directions),
+//     latency 12 s ± 0.5 s on responses (above franz-go's 10 s request
+//     timeout overhead) for 13–16 s, a blackhole (timeout toxic: bytes
+//     dropped, connections hang) for 3–7 s, the proxy down (connections
+//     closed, new ones refused) for 1–4 s: each kind twice in a random
+//     order, on one relay or on all, while records stream in.
+//  7. AmbiguousCommit — relay r0 loses the answer of every EndTxn after
+//     its first (failpoint endtxn-response-lost=error@2+: the commit
+//     happened; the worker must learn it from the ledger). With the local
+//     broker, relay r1's connection is also cut right after every third
+//     EndTxn request by kafka_endtxn_cut, a toxic of this package that
+//     parses Kafka request framing (size, api key) on the client→broker
+//     stream, forwards the EndTxn request whole and closes the connection:
+//     the broker commits, the answer is lost on the wire. Whether that
+//     surfaces as an unknown outcome or as a transparent retry of EndTxn
+//     is franz-go's real behaviour; the failpoint guarantees unknown
+//     outcomes happen. (A lost response cannot be injected with Toxiproxy's
+//     stock toxics without parsing the protocol; hence the custom toxic.)
+//  8. SlowTransform — every 2500th record takes 4 s on its first delivery,
+//     past the 3 s lock, renewal off: its batch's records go to competing
+//     workers while the slow worker finishes late.
+//  9. Poison — permanent failures (order_id % 500 == 0), retryable
+//     failures that never pass (% 100 == 50, dead-lettered when attempts
+//     run out) and transient ones (% 7 == 0, first delivery only), with the
+//     group's delivery limit at 3 (two attempts, one spare). Relay r0 starts
+//     alone on orders 1..499 (no permanent poison among them) with
+//     before-dead-letter-commit=kill@1, so it dies committing an
+//     attempts-exhausted dead letter on the record's last attempt; the rest
+//     of the orders then arrive, r0 returns without the failpoint, r1 dies
+//     once right after a commit (after-commit-before-ack=kill@20). The
+//     dead letters must be exactly the poison orders (each once, with the
+//     right kind), disjoint from the outputs.
+//  10. Nemesis — CHAOS_NEMESIS (3 min by default) of random faults from
+//     all of the above, three relays × three workers on three partitions
+//     (more workers than partitions), records streamed over 80% of the
+//     time. Two nemeses overlap: one on the processes (SIGKILL, SIGTERM,
+//     SIGSTOP up to 11 s; a restarted relay gets, one time in three, a
+//     random failpoint: kill after a commit, kill before a commit, lost
+//     EndTxn answers, a 7 s stall before a commit), one on the network
+//     (resets, latency, blackhole, proxy down, EndTxn cuts) and the broker
+//     (kill -9 or clean restart, at most every 45 s).
+//
+// TestChaosVerifierCatchesDuplicates shows the verifier catches what it
+// claims: scenario 8's pipeline plus scenario 2's SIGKILLs, in
+// at-least-once mode, must produce duplicates, and the verifier (and the
+// concurrent reader) must report them; the test fails if they report none.
+//
+// # Broker crashes on a single node: hanging transactions
+//
+// When the single combined broker/controller is killed -9 with
+// transactions in flight, the restarted node sometimes never writes the
+// commit or abort markers of a transaction whose EndTxn it had accepted:
+// the coordinator completes the transaction (its producer id moves on to
+// later epochs) but the markers to some partitions are dropped while the
+// restarted node waits for its previous registration to expire
+// (kafkatest's Kill documents it). Those partitions' last stable offset
+// then stays below the high watermark for good and read_committed readers
+// stall. A replicated cluster does not have this problem (markers go to the
+// new leaders); a single node does, so the harness handles it instead of
+// avoiding broker kills with transactions open: when lag is 0 and
+// transactions stay open for the transaction timeout + 15 s, it looks for
+// open transactions whose producer the coordinator shows at a later epoch
+// (after the relays stopped: any open transaction the coordinator does not
+// show as Ongoing or Prepare*), finds the marker the same transaction got
+// in the claim ledger partition — the coordinator's own decision — and
+// writes that marker to the stuck partitions with WriteTxnMarkers (what
+// `kafka-transactions.sh abort` does, with the recorded outcome instead of
+// always ABORT; a transaction that never wrote its claim is aborted: the
+// relay commits nothing without one). It logs each one and counts them
+// ("hanging txns completed"). It never judges a transaction the ledger has
+// no marker for: that fails the scenario with the diagnosis. Note what
+// this shows: a hanging transaction whose ledger claim reads COMMIT has
+// outputs the relay considers done; an operator who "fixes" the stuck
+// partition the standard way (abort) loses them.
+//
+// # Sizing
+//
+// On the 2-core reference machine the relay alone moves ~10k records/s;
+// with the 1 ms of work, three relays of two workers do ~3k/s, so the
+// control run takes ~35 s for 100k records. Every scenario of the
+// catalogue uses 100,000 records (CHAOS_RECORDS changes that for all); the
+// whole catalogue takes about 15 minutes. `make soak` runs the nemesis for
+// 1,000,000 records and 20 minutes. The seeding producer uses 16 KiB
+// batches (the Java default): with franz-go's default of 1 MiB the relay's
+// share consumer acquires whole source batches, thousands of records
+// beyond batch.max_records, whose locks expire in the client's buffer —
+// CHAOS_BATCH_BYTES=1048576 shows it (see the report accompanying this
+// suite).
+package chaos

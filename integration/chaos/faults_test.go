@@ -1,0 +1,219 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Fault kinds, as counted in the report.
+const (
+	toxReset     = "reset"     // reset_peer: every connection is reset (RST) on its next byte
+	toxLatency   = "latency"   // responses delayed past the client's request timeout
+	toxBlackhole = "blackhole" // timeout toxic: bytes dropped, connections hang
+	toxDown      = "down"      // the proxy stops: connections closed, new ones refused
+	toxEndTxnCut = "endtxn-cut"
+)
+
+type activeToxic struct {
+	slot int
+	name string
+}
+
+// addToxic adds a toxic to the proxy of relay slot i.
+func (s *scenario) addToxic(slot int, name, typ, stream string, attrs map[string]any) error {
+	px := s.env.proxies[slot]
+	body, _ := json.Marshal(map[string]any{"name": name, "type": typ, "stream": stream, "toxicity": 1.0, "attributes": attrs})
+	if _, err := px.Toxics.AddToxicJson(strings.NewReader(string(body))); err != nil {
+		return fmt.Errorf("adding toxic %s to proxy %d: %w", name, slot, err)
+	}
+	s.faultMu.Lock()
+	s.toxics[fmt.Sprintf("%d/%s", slot, name)] = activeToxic{slot, name}
+	s.faultMu.Unlock()
+	return nil
+}
+
+func (s *scenario) removeToxic(slot int, name string) {
+	s.faultMu.Lock()
+	key := fmt.Sprintf("%d/%s", slot, name)
+	_, ok := s.toxics[key]
+	delete(s.toxics, key)
+	s.faultMu.Unlock()
+	if ok {
+		_ = s.env.proxies[slot].Toxics.RemoveToxic(context.Background(), name)
+	}
+}
+
+// netFault applies a network fault of kind to the proxies of slots for d,
+// then heals it. It blocks for d.
+func (s *scenario) netFault(kind string, slots []int, d time.Duration) {
+	s.count(func(r *result) { r.Toxics[kind]++ })
+	s.t.Logf("network fault %s on relays %v for %s", kind, slots, d.Round(time.Millisecond))
+	var names []string
+	for _, i := range slots {
+		switch kind {
+		case toxReset:
+			s.tryToxic(i, "reset-up", "reset_peer", "upstream", map[string]any{"timeout": 0})
+			s.tryToxic(i, "reset-down", "reset_peer", "downstream", map[string]any{"timeout": 0})
+			names = []string{"reset-up", "reset-down"}
+		case toxLatency:
+			// Above franz-go's request timeout overhead (10 s): every
+			// request through the proxy times out meanwhile.
+			s.tryToxic(i, "latency", "latency", "downstream", map[string]any{"latency": 12_000, "jitter": 500})
+			names = []string{"latency"}
+		case toxBlackhole:
+			s.tryToxic(i, "blackhole-up", "timeout", "upstream", map[string]any{"timeout": 0})
+			s.tryToxic(i, "blackhole-down", "timeout", "downstream", map[string]any{"timeout": 0})
+			names = []string{"blackhole-up", "blackhole-down"}
+		case toxDown:
+			s.env.proxies[i].Stop()
+		default:
+			panic("unknown network fault " + kind)
+		}
+	}
+	s.sleep(d)
+	for _, i := range slots {
+		if kind == toxDown {
+			if err := s.env.proxies[i].Start(); err != nil {
+				s.t.Errorf("restarting proxy %d: %v", i, err)
+			}
+			continue
+		}
+		for _, n := range names {
+			s.removeToxic(i, n)
+		}
+	}
+}
+
+// tryToxic is addToxic reporting errors without stopping the test (it may
+// run on a nemesis goroutine).
+func (s *scenario) tryToxic(slot int, name, typ, stream string, attrs map[string]any) {
+	if err := s.addToxic(slot, name, typ, stream, attrs); err != nil {
+		s.t.Error(err)
+	}
+}
+
+func (s *scenario) mustToxic(slot int, name, typ, stream string, attrs map[string]any) {
+	s.t.Helper()
+	if err := s.addToxic(slot, name, typ, stream, attrs); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// killRelay SIGKILLs relay i; the supervisor restarts it after restart.
+func (s *scenario) killRelay(i int, restart time.Duration) {
+	r := s.relays[i]
+	if r.kill(restart) {
+		s.count(func(res *result) { res.Kills++ })
+		s.t.Logf("SIGKILL relay %s (restart in %s)", r.name, restart.Round(time.Millisecond))
+	}
+}
+
+// termRelay stops relay i with SIGTERM and checks it exits 0 within 45 s.
+func (s *scenario) termRelay(i int, restart time.Duration) {
+	r := s.relays[i]
+	code, took := r.term(restart, 45*time.Second)
+	if code == -1 && took == 0 {
+		return
+	}
+	s.count(func(res *result) { res.Terms++ })
+	s.t.Logf("SIGTERM relay %s: exit %d after %s (restart in %s)", r.name, code, took.Round(time.Millisecond), restart.Round(time.Millisecond))
+	if code != 0 {
+		s.count(func(res *result) { res.UncleanStops++ })
+		s.t.Errorf("relay %s did not stop cleanly on SIGTERM: exit %d after %s", r.name, code, took.Round(time.Millisecond))
+	}
+}
+
+// pauseRelay SIGSTOPs relay i for d, then SIGCONTs it. It blocks for d.
+func (s *scenario) pauseRelay(i int, d time.Duration) {
+	r := s.relays[i]
+	inc := r.current()
+	if inc == nil {
+		return
+	}
+	s.faultMu.Lock()
+	s.paused[r] = true
+	s.faultMu.Unlock()
+	inc.signal(syscall.SIGSTOP)
+	s.count(func(res *result) { res.Pauses++ })
+	s.t.Logf("SIGSTOP relay %s for %s", r.name, d.Round(time.Millisecond))
+	s.sleep(d)
+	inc.signal(syscall.SIGCONT)
+	s.faultMu.Lock()
+	delete(s.paused, r)
+	s.faultMu.Unlock()
+}
+
+// bounceBroker kills the broker (SIGKILL when hard, else SIGTERM and a
+// clean shutdown), waits down, and starts it again on the same data
+// directory and ports.
+func (s *scenario) bounceBroker(hard bool, down time.Duration) error {
+	b := s.env.broker
+	start := time.Now()
+	var err error
+	if hard {
+		err = b.Kill()
+		s.count(func(r *result) { r.BrokerKills++ })
+	} else {
+		err = b.Stop()
+		s.count(func(r *result) { r.BrokerStops++ })
+	}
+	if err != nil {
+		return fmt.Errorf("stopping the broker: %w", err)
+	}
+	stopped := time.Since(start)
+	time.Sleep(down)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := b.Start(ctx); err != nil {
+		return fmt.Errorf("restarting the broker: %w", err)
+	}
+	how := "clean stop (SIGTERM)"
+	if hard {
+		how = "kill -9"
+	}
+	s.t.Logf("broker %s in %s, down %s, back after %s in total", how, stopped.Round(time.Millisecond), down.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// healAll removes every toxic, restarts stopped proxies, resumes paused
+// relays and starts the broker if it is down.
+func (s *scenario) healAll() {
+	s.t.Helper()
+	s.healAllQuiet()
+	if s.env.local && !s.env.broker.Running() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if err := s.env.broker.Start(ctx); err != nil {
+			s.t.Fatalf("restarting the broker: %v", err)
+		}
+	}
+}
+
+func (s *scenario) healAllQuiet() {
+	s.faultMu.Lock()
+	toxics := s.toxics
+	s.toxics = map[string]activeToxic{}
+	paused := s.paused
+	s.paused = map[*relay]bool{}
+	s.faultMu.Unlock()
+	for _, tx := range toxics {
+		_ = s.env.proxies[tx.slot].Toxics.RemoveToxic(context.Background(), tx.name)
+	}
+	for _, px := range s.env.proxies {
+		px.Lock()
+		enabled := px.Enabled
+		px.Unlock()
+		if !enabled {
+			_ = px.Start()
+		}
+	}
+	for r := range paused {
+		if inc := r.current(); inc != nil {
+			inc.signal(syscall.SIGCONT)
+		}
+	}
+}

@@ -1,0 +1,675 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sharerelay/sharerelay/audit"
+)
+
+// opts shapes a scenario's pipeline and run.
+type opts struct {
+	Records    int    // source records; default recordsDefault()
+	Relays     int    // relay processes, at most maxRelays; default 3
+	Workers    int    // workers per relay; default 2
+	Partitions int32  // source partitions; default 3
+	MaxRecords int    // batch.max_records; default 250
+	Delivery   string // default exactly-once
+	// LockMs is share.record.lock.duration.ms (default 6000) and
+	// TxnTimeout output.transaction_timeout (default 4s, below the lock).
+	LockMs     int
+	TxnTimeout time.Duration
+	// DeliveryLimit is share.delivery.count.limit; default 10 (the
+	// broker's maximum), so faults do not use up a record's deliveries.
+	DeliveryLimit int
+	MaxAttempts   int // dead_letter.max_attempts; 0 = limit-1
+	NoRenew       bool
+	// Transforms is a YAML flow list; default [].
+	Transforms string
+	// WantDLQ is the exact number of dead letters the transforms make.
+	WantDLQ int
+	// Env returns extra environment for incarnation n (1-based) of
+	// relay slot i, e.g. failpoints.
+	Env func(slot, n int) []string
+}
+
+// recordsDefault is CHAOS_RECORDS or 100,000.
+func recordsDefault() int {
+	if v := os.Getenv("CHAOS_RECORDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err == nil && n > 0 {
+			return n
+		}
+	}
+	return 100_000
+}
+
+// scenario is one chaos run: a pipeline, its relays, the faults and the
+// verdict.
+type scenario struct {
+	t     *testing.T
+	name  string
+	env   *env
+	o     opts
+	seed  uint64
+	rng   *rand.Rand
+	rngMu sync.Mutex
+	dir   string // logs and configs; kept when the test fails
+	began time.Time
+
+	pipeline, source, output, dlq, ledger, group string
+	cfgPath                                      string
+
+	adm    *kadm.Client
+	admCl  *kgo.Client
+	relays []*relay
+	reader *committedReader
+	res    *result
+	resMu  sync.Mutex
+
+	stopping atomic.Bool
+	scrapeWG sync.WaitGroup
+	stopCh   chan struct{}
+	// faultMu serialises fault injection with healing.
+	faultMu sync.Mutex
+	// active network faults, to heal at the end.
+	toxics map[string]activeToxic
+	// paused relays, to SIGCONT at the end.
+	paused map[*relay]bool
+}
+
+var (
+	runSalt     = strconv.FormatInt(time.Now().UnixNano()%(1<<32), 36)
+	scenarioSeq atomic.Int64
+)
+
+// newScenario seeds the randomness, creates the topics and writes the
+// pipeline file. It does not seed records or start relays.
+func newScenario(t *testing.T, n needs, o opts) *scenario {
+	t.Helper()
+	e := chaosEnv(t, n)
+	if o.Records == 0 {
+		o.Records = recordsDefault()
+	}
+	if o.Relays == 0 {
+		o.Relays = 3
+	}
+	if o.Relays > maxRelays {
+		t.Fatalf("at most %d relays", maxRelays)
+	}
+	if o.Workers == 0 {
+		o.Workers = 2
+	}
+	if o.Partitions == 0 {
+		o.Partitions = 3
+	}
+	if o.MaxRecords == 0 {
+		o.MaxRecords = 100
+	}
+	if o.Delivery == "" {
+		o.Delivery = "exactly-once"
+	}
+	if o.LockMs == 0 {
+		o.LockMs = 6000
+	}
+	if o.TxnTimeout == 0 {
+		o.TxnTimeout = 4 * time.Second
+	}
+	if o.DeliveryLimit == 0 {
+		o.DeliveryLimit = 10
+	}
+	if o.Transforms == "" {
+		o.Transforms = "[]"
+	}
+	s := &scenario{t: t, name: strings.TrimPrefix(t.Name(), "TestChaos"), env: e, o: o, began: time.Now(),
+		stopCh: make(chan struct{}), toxics: make(map[string]activeToxic), paused: make(map[*relay]bool)}
+	s.seed = chaosSeed()
+	s.rng = rand.New(rand.NewPCG(s.seed, 0x5eed))
+	t.Logf("chaos seed %d — replay the fault schedule with CHAOS_SEED=%d go test -count=1 -run '^%s$' ./integration/chaos/", s.seed, s.seed, t.Name())
+	var err error
+	if s.dir, err = os.MkdirTemp("", "sharerelay-chaos-"+strings.ToLower(s.name)+"-"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() || os.Getenv("CHAOS_KEEP") != "" {
+			t.Logf("chaos seed %d; relay logs and configs kept in %s", s.seed, s.dir)
+			return
+		}
+		os.RemoveAll(s.dir)
+	})
+
+	base := strings.ToLower(s.name)
+	s.pipeline = fmt.Sprintf("chaos-%s-%s-%d", base, runSalt, scenarioSeq.Add(1))
+	s.source, s.output, s.dlq = s.pipeline+".orders", s.pipeline+".jobs", s.pipeline+".dlq"
+	s.ledger, s.group = s.pipeline+".ledger", s.pipeline+".group"
+	if s.admCl, err = kgo.NewClient(kgo.SeedBrokers(e.direct...), kgo.RetryTimeout(30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	s.adm = kadm.NewClient(s.admCl)
+	t.Cleanup(s.admCl.Close)
+	s.createTopic(s.source, o.Partitions)
+	s.createTopic(s.output, 3)
+	s.createTopic(s.dlq, 1)
+
+	renew := !o.NoRenew
+	y := fmt.Sprintf(`name: %s
+brokers: ["${CHAOS_BROKERS}"]
+delivery: %s
+workers: %d
+source:
+  topics: [%s]
+  group: %s
+  group_configs:
+    share.record.lock.duration.ms: "%d"
+    share.delivery.count.limit: "%d"
+output:
+  topic: %s
+  transaction_timeout: %s
+dead_letter:
+  topic: %s
+  max_attempts: %d
+batch:
+  max_records: %d
+  poll_timeout: 500ms
+  renew_locks: %v
+transforms: %s
+metrics:
+  listen: "${CHAOS_METRICS_ADDR}"
+`, s.pipeline, o.Delivery, o.Workers, s.source, s.group, o.LockMs, o.DeliveryLimit, s.output, o.TxnTimeout,
+		s.dlq, o.MaxAttempts, o.MaxRecords, renew, o.Transforms)
+	s.cfgPath = filepath.Join(s.dir, "pipeline.yaml")
+	if err := os.WriteFile(s.cfgPath, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.res = &result{Scenario: s.name, Seed: s.seed, Records: o.Records, Relays: o.Relays, Workers: o.Workers,
+		Partitions: int(o.Partitions), Delivery: o.Delivery, Toxics: map[string]int{}}
+	for i := 0; i < o.Relays; i++ {
+		s.relays = append(s.relays, &relay{s: s, slot: i, name: fmt.Sprintf("r%d", i)})
+	}
+	t.Cleanup(s.teardown)
+	return s
+}
+
+// chaosSeed is CHAOS_SEED, or a fresh one.
+func chaosSeed() uint64 {
+	if v := os.Getenv("CHAOS_SEED"); v != "" {
+		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+			return n
+		}
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+// Random helpers, safe for concurrent use.
+func (s *scenario) intn(n int) int {
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	return s.rng.IntN(n)
+}
+
+// between returns a duration uniformly in [lo, hi].
+func (s *scenario) between(lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	return lo + time.Duration(s.rng.Int64N(int64(hi-lo)+1))
+}
+
+func (s *scenario) createTopic(name string, parts int32) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := s.adm.CreateTopic(ctx, parts, 1, nil, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		s.t.Fatalf("creating topic %s: %v", name, err)
+	}
+}
+
+// seedRange writes orders {"order_id": i, "run": ...} for i in [from, to],
+// keyed by i, through the direct listener.
+func (s *scenario) seedRange(from, to int) {
+	s.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.env.direct...), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.MaxBufferedRecords(50_000), kgo.RecordDeliveryTimeout(2*time.Minute), kgo.ProducerBatchMaxBytes(int32(batchBytes())))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var (
+		first error
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+	)
+	for i := from; i <= to; i++ {
+		r := &kgo.Record{Topic: s.source, Key: strconv.AppendInt(nil, int64(i), 10),
+			Value: fmt.Appendf(nil, `{"order_id":%d,"run":%q}`, i, s.pipeline)}
+		wg.Add(1)
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		s.t.Fatalf("seeding %s: %v", s.source, first)
+	}
+}
+
+// stream seeds the records from..to evenly over d, in the background
+// (so that the faults always hit a live stream), and returns a function
+// that waits until they are all written.
+func (s *scenario) stream(from, to int, d time.Duration) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cl, err := kgo.NewClient(kgo.SeedBrokers(s.env.direct...), kgo.ProducerLinger(5*time.Millisecond),
+			kgo.RecordDeliveryTimeout(5*time.Minute), kgo.ProducerBatchMaxBytes(int32(batchBytes())))
+		if err != nil {
+			s.t.Error(err)
+			return
+		}
+		defer cl.Close()
+		const tick = 100 * time.Millisecond
+		steps := max(1, int(d/tick))
+		per := float64(to-from+1) / float64(steps)
+		next := from
+		start := time.Now()
+		var failed atomic.Bool
+		for step := 1; next <= to; step++ {
+			end := min(to, from+int(per*float64(step))-1)
+			if step >= steps {
+				end = to
+			}
+			for ; next <= end; next++ {
+				r := &kgo.Record{Topic: s.source, Key: strconv.AppendInt(nil, int64(next), 10),
+					Value: fmt.Appendf(nil, `{"order_id":%d,"run":%q}`, next, s.pipeline)}
+				cl.Produce(context.Background(), r, func(_ *kgo.Record, err error) {
+					if err != nil && !failed.Swap(true) {
+						s.t.Errorf("streaming records to %s: %v", s.source, err)
+					}
+				})
+			}
+			time.Sleep(time.Until(start.Add(time.Duration(step) * tick)))
+		}
+		if err := cl.Flush(context.Background()); err != nil {
+			s.t.Errorf("streaming records: %v", err)
+		}
+	}()
+	return func() {
+		select {
+		case <-done:
+		case <-time.After(10 * time.Minute):
+			s.t.Fatal("the record stream did not finish within 10 minutes")
+		}
+	}
+}
+
+// seedAll writes all the scenario's records, 1..Records.
+func (s *scenario) seedAll() {
+	s.t.Helper()
+	start := time.Now()
+	s.seedRange(1, s.o.Records)
+	s.t.Logf("seeded %d records in %s", s.o.Records, time.Since(start).Round(time.Millisecond))
+}
+
+// startAll starts every relay, the metrics scraper and the concurrent
+// read_committed reader.
+func (s *scenario) startAll() {
+	s.t.Helper()
+	s.startReader()
+	for _, r := range s.relays {
+		r.start()
+	}
+	s.scrapeWG.Add(1)
+	go s.scrapeLoop()
+}
+
+// lag returns the share group's total lag, or -1 when unknown.
+func (s *scenario) lag(ctx context.Context) int64 {
+	l, err := audit.ShareGroupLag(ctx, s.adm, s.group, s.source)
+	if err != nil {
+		return -1
+	}
+	return audit.TotalLag(l)
+}
+
+// progress returns the fraction of the records the group has finished.
+func (s *scenario) progress() float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l := s.lag(ctx)
+	if l < 0 {
+		return 0
+	}
+	return 1 - float64(l)/float64(s.o.Records)
+}
+
+// waitProgress waits until progress reaches p or d passes; it returns
+// false on timeout.
+func (s *scenario) waitProgress(p float64, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if s.progress() >= p {
+			return true
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return false
+}
+
+// sleep waits d unless the scenario is stopping.
+func (s *scenario) sleep(d time.Duration) {
+	select {
+	case <-time.After(d):
+	case <-s.stopCh:
+	}
+}
+
+// openTxns returns the partitions of topics whose last stable offset is
+// below their high watermark (an open transaction).
+func (s *scenario) openTxns(ctx context.Context, topics ...string) ([]string, error) {
+	hw, err := s.adm.ListEndOffsets(ctx, topics...)
+	if err == nil {
+		err = hw.Error()
+	}
+	if err != nil {
+		return nil, err
+	}
+	ls, err := s.adm.ListCommittedOffsets(ctx, topics...)
+	if err == nil {
+		err = ls.Error()
+	}
+	if err != nil {
+		return nil, err
+	}
+	var open []string
+	hw.Each(func(o kadm.ListedOffset) {
+		if l, ok := ls.Lookup(o.Topic, o.Partition); !ok || l.Offset != o.Offset {
+			open = append(open, fmt.Sprintf("%s[%d] lso %d hw %d", o.Topic, o.Partition, l.Offset, o.Offset))
+		}
+	})
+	return open, nil
+}
+
+func (s *scenario) txnTopics() []string {
+	if s.o.Delivery != "exactly-once" {
+		return []string{s.output, s.dlq} // no ledger
+	}
+	return []string{s.output, s.dlq, s.ledger}
+}
+
+// quiesce heals every fault, waits until the group has no lag and no
+// transaction is open on outputs, dead letters and ledger, stops the
+// relays with SIGTERM, and checks again.
+func (s *scenario) quiesce(d time.Duration) {
+	s.t.Helper()
+	s.healAll()
+	deadline := time.Now().Add(d)
+	stable := 0
+	var lastLag int64
+	var lastOpen []string
+	var lastErr error
+	var openSince time.Time
+	for stable < 3 {
+		if time.Now().After(deadline) {
+			s.dumpState()
+			if len(lastOpen) > 0 {
+				dctx, dcancel := context.WithTimeout(context.Background(), time.Minute)
+				s.t.Logf("hanging transactions:\n%s", diagnoseOpenTxns(dctx, s.adm, s.env.direct, s.pipeline, s.ledger, s.txnTopics()...))
+				dcancel()
+			}
+			s.t.Fatalf("not quiescent after %s: lag %d, open transactions %v (last error %v)", d, lastLag, lastOpen, lastErr)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		lastLag = s.lag(ctx)
+		lastOpen, lastErr = s.openTxns(ctx, s.txnTopics()...)
+		cancel()
+		if lastLag == 0 && lastErr == nil && len(lastOpen) == 0 {
+			stable++
+		} else {
+			stable = 0
+		}
+		// Nothing left to do but transactions stay open: markers Kafka
+		// dropped after a broker crash (see doc.go).
+		switch {
+		case lastLag != 0 || len(lastOpen) == 0:
+			openSince = time.Time{}
+		case openSince.IsZero():
+			openSince = time.Now()
+		case time.Since(openSince) > s.o.TxnTimeout+15*time.Second:
+			s.repairHanging(false)
+			openSince = time.Time{}
+		}
+		time.Sleep(time.Second)
+	}
+	s.stopRelays()
+	start := time.Now()
+	repaired := false
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		open, err := s.openTxns(ctx, s.txnTopics()...)
+		cancel()
+		if err == nil && len(open) == 0 {
+			break
+		}
+		if time.Since(start) > 15*time.Second && !repaired {
+			s.repairHanging(true)
+			repaired = true
+		}
+		if time.Since(start) > 60*time.Second {
+			s.t.Fatalf("transactions still open after the relays stopped: %v %v", open, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// repairHanging completes the transactions whose markers Kafka dropped
+// (findHanging), with the coordinator's decision as the claim ledger
+// recorded it, and counts them in the report. It fails the test when a
+// hanging transaction cannot be judged.
+func (s *scenario) repairHanging(final bool) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	hs, err := findHanging(ctx, s.adm, s.env.direct, s.pipeline, s.ledger, final, s.txnTopics()...)
+	if err == nil && len(hs) > 0 {
+		for _, h := range hs {
+			s.t.Logf("hanging transaction (markers dropped by the broker): %v; completing it", h)
+		}
+		err = completeHanging(ctx, s.adm, hs)
+		s.count(func(r *result) { r.HangingTxns += len(hs) })
+	}
+	if err != nil {
+		s.t.Logf("hanging transactions:\n%s", diagnoseOpenTxns(ctx, s.adm, s.env.direct, s.pipeline, s.ledger, s.txnTopics()...))
+		s.t.Fatalf("completing hanging transactions: %v", err)
+	}
+}
+
+// stopRelays stops the fault loops, then every relay with SIGTERM (SIGKILL
+// after 60 s), and the scraper.
+func (s *scenario) stopRelays() {
+	if s.stopping.Swap(true) {
+		return
+	}
+	close(s.stopCh)
+	var wg sync.WaitGroup
+	for _, r := range s.relays {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.stopForGood() }()
+	}
+	wg.Wait()
+	s.scrapeWG.Wait()
+	s.scrapeOnce() // nothing left running; keeps the maxima
+}
+
+// teardown kills whatever is left (a failed test).
+func (s *scenario) teardown() {
+	if !s.stopping.Swap(true) {
+		close(s.stopCh)
+	}
+	for _, r := range s.relays {
+		r.killForGood()
+	}
+	s.scrapeWG.Wait()
+	if s.reader != nil {
+		s.reader.stop()
+	}
+	s.healAllQuiet()
+	if s.t.Failed() {
+		for _, r := range s.relays {
+			r.logTail(s.t, 30000)
+		}
+	}
+}
+
+// dumpState logs what the harness knows, for a stuck run.
+func (s *scenario) dumpState() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if l, err := audit.ShareGroupLag(ctx, s.adm, s.group, s.source); err == nil {
+		s.t.Logf("share group lag per partition: %v", l)
+	} else {
+		s.t.Logf("share group lag: %v", err)
+	}
+	for _, r := range s.relays {
+		s.t.Logf("relay %s: %s", r.name, r.describe())
+	}
+	if s.env.local {
+		s.t.Logf("broker running: %v, log %s", s.env.broker.Running(), s.env.broker.LogPath())
+	}
+}
+
+// verify runs the pipeline verifier (audit.Verify, the checker behind
+// `relay verify -c`) on the direct listener and judges it.
+func (s *scenario) verify() *audit.Report {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := audit.Verify(ctx, audit.VerifyConfig{
+		ClientOpts:      []kgo.Opt{kgo.SeedBrokers(s.env.direct...)},
+		Sources:         []string{s.source},
+		SourceCommitted: true,
+		Outputs:         []string{s.output},
+		DeadLetter:      s.dlq,
+		Group:           s.group,
+	})
+	if err != nil {
+		s.t.Fatalf("verify: %v", err)
+	}
+	s.res.fromReport(rep)
+	return rep
+}
+
+// finish quiesces, verifies, checks the concurrent reader, reports, and
+// fails the test on any loss, duplicate, aborted read or wrong dead-letter
+// count (exactly-once). It returns the report for further checks.
+func (s *scenario) finish(extra ...func(*audit.Report) []string) *audit.Report {
+	s.t.Helper()
+	s.quiesce(quiesceTimeout())
+	rep := s.verify()
+	rd := s.reader.finish(s)
+	s.res.ReaderRecords, s.res.ReaderDuplicates = rd.records, rd.duplicates
+	s.collectMetrics()
+	s.res.Elapsed = time.Since(s.began).Round(time.Second).String()
+	s.res.elapsed = time.Since(s.began)
+
+	var problems []string
+	if s.o.Delivery == "exactly-once" {
+		if !rep.Exact {
+			problems = append(problems, fmt.Sprintf("verifier: NOT EXACT (lost %d, duplicated %d, both %d, unexpected %d, lag %d, unlabelled %d; lost e.g. %v, duplicated e.g. %v)",
+				rep.Total.Lost, rep.Total.Duplicated, rep.Total.Both, rep.Total.Unexpected, rep.Total.Lag, rep.Unlabelled,
+				samples(rep, true), samples(rep, false)))
+		}
+		if rd.duplicates > 0 {
+			problems = append(problems, fmt.Sprintf("aborted read: the read_committed reader saw %d source records more than once during the run (e.g. %v)", rd.duplicates, rd.dupSample))
+		}
+		if want := rep.Total.Output + rep.Total.DeadLettered; rd.distinct != want || rd.records != rep.OutputRecords {
+			problems = append(problems, fmt.Sprintf("aborted read: the read_committed reader saw %d records of %d source records, the final committed set has %d records of %d", rd.records, rd.distinct, rep.OutputRecords, want))
+		}
+	} else if rep.Total.Lost > 0 || rep.Total.Unexpected > 0 {
+		// At-least-once may duplicate, never lose.
+		problems = append(problems, fmt.Sprintf("verifier: lost %d, unexpected %d (lost e.g. %v)", rep.Total.Lost, rep.Total.Unexpected, samples(rep, true)))
+	}
+	if m := s.res.InvariantBreaks; m > 0 {
+		problems = append(problems, fmt.Sprintf("the relays counted %d invariant violations", m))
+	}
+	for _, f := range extra {
+		problems = append(problems, f(rep)...)
+	}
+	if rep.Total.Sources != s.o.Records {
+		problems = append(problems, fmt.Sprintf("%d source records, want %d", rep.Total.Sources, s.o.Records))
+	}
+	if rep.Total.DeadLettered != s.o.WantDLQ {
+		problems = append(problems, fmt.Sprintf("%d dead letters, want %d", rep.Total.DeadLettered, s.o.WantDLQ))
+	}
+	if rep.Total.Both != 0 {
+		problems = append(problems, fmt.Sprintf("%d source records both in the output and the dead letters", rep.Total.Both))
+	}
+	if len(problems) > 0 {
+		s.res.Verdict = "FAIL: " + strings.Join(problems, "; ")
+	}
+	s.t.Log(s.res.line())
+	record(s.res)
+	if len(problems) > 0 {
+		s.t.Fatalf("chaos seed %d: %s", s.seed, strings.Join(problems, "; "))
+	}
+	return rep
+}
+
+func samples(rep *audit.Report, lost bool) map[string][]int64 {
+	out := map[string][]int64{}
+	for _, p := range rep.Partitions {
+		sm := p.DuplicatedSample
+		if lost {
+			sm = p.LostSample
+		}
+		if len(sm) > 0 {
+			out[fmt.Sprintf("%s[%d]", p.Topic, p.Partition)] = sm
+		}
+	}
+	return out
+}
+
+// quiesceTimeout bounds the wait for quiescence after the faults.
+func quiesceTimeout() time.Duration {
+	d := 5 * time.Minute
+	if n := recordsDefault(); n > 200_000 {
+		d += time.Duration(n/200_000) * 2 * time.Minute
+	}
+	return d
+}
+
+// batchBytes is the seeding producer's batch size: CHAOS_BATCH_BYTES, or
+// 16 KiB, the Java producer's default batch.size (franz-go's default is
+// 1 MiB; see doc.go for what such batches do to the relay).
+func batchBytes() int {
+	if v, err := strconv.Atoi(os.Getenv("CHAOS_BATCH_BYTES")); err == nil && v > 0 {
+		return v
+	}
+	return 16 << 10
+}

@@ -1,0 +1,498 @@
+package chaos
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// relay is one relay slot: an instance name, a proxy, and the succession of
+// processes (incarnations) that run under that name. A supervisor restarts
+// the process whenever it exits, like systemd or Kubernetes would: after
+// the delay the fault chose, or after 1 s when it exited on its own.
+type relay struct {
+	s    *scenario
+	slot int
+	name string
+
+	mu        sync.Mutex
+	cur       *incarnation
+	incs      []*incarnation
+	gone      bool          // stopped for good: no more restarts
+	nextDelay time.Duration // restart delay after an exit the harness caused
+	held      bool          // do not restart until released
+	release   chan struct{}
+	supDone   chan struct{}
+}
+
+// incarnation is one relay process.
+type incarnation struct {
+	n           int
+	cmd         *exec.Cmd
+	done        chan struct{}
+	err         error
+	metricsAddr string
+	logPath     string
+	started     time.Time
+	env         []string
+
+	mu     sync.Mutex
+	cause  string // why the harness ended it ("" = on its own)
+	maxima map[string]float64
+}
+
+func (inc *incarnation) setCause(c string) {
+	inc.mu.Lock()
+	inc.cause = c
+	inc.mu.Unlock()
+}
+
+func (inc *incarnation) getCause() string {
+	inc.mu.Lock()
+	defer inc.mu.Unlock()
+	return inc.cause
+}
+
+func (inc *incarnation) exited() bool {
+	select {
+	case <-inc.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// exitCode is the exit status, 128+signal when killed by a signal.
+func (inc *incarnation) exitCode() int {
+	var ee *exec.ExitError
+	if errors.As(inc.err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	if inc.err != nil {
+		return -1
+	}
+	return 0
+}
+
+// start launches the first incarnation and the supervisor.
+func (r *relay) start() {
+	r.supDone = make(chan struct{})
+	inc, err := r.spawn()
+	if err != nil {
+		r.s.t.Fatalf("starting relay %s: %v", r.name, err)
+	}
+	go r.supervise(inc)
+}
+
+// spawn starts a new incarnation unless the relay is gone.
+func (r *relay) spawn() (*incarnation, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gone {
+		return nil, errGone
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	n := len(r.incs) + 1
+	inc := &incarnation{n: n, metricsAddr: fmt.Sprintf("127.0.0.1:%d", port), started: time.Now(),
+		logPath: filepath.Join(r.s.dir, fmt.Sprintf("%s.%d.log", r.name, n)), done: make(chan struct{}), maxima: map[string]float64{}}
+	f, err := os.Create(inc.logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(relayBin, "run", "-c", r.s.cfgPath, "--instance", r.name, "--log-level", "info")
+	cmd.Env = append(os.Environ(), "CHAOS_BROKERS="+r.s.env.slots[r.slot], "CHAOS_METRICS_ADDR="+inc.metricsAddr)
+	if r.s.o.Env != nil {
+		inc.env = r.s.o.Env(r.slot, n)
+		cmd.Env = append(cmd.Env, inc.env...)
+	}
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	inc.cmd = cmd
+	go func() {
+		inc.err = cmd.Wait()
+		f.Close()
+		close(inc.done)
+	}()
+	r.cur = inc
+	r.incs = append(r.incs, inc)
+	return inc, nil
+}
+
+var errGone = errors.New("relay stopped for good")
+
+// supervise restarts the relay whenever its process exits, until the relay
+// is stopped for good.
+func (r *relay) supervise(inc *incarnation) {
+	defer close(r.supDone)
+	for {
+		<-inc.done
+		r.mu.Lock()
+		gone := r.gone
+		delay := r.nextDelay
+		r.nextDelay = 0
+		r.mu.Unlock()
+		if gone {
+			return
+		}
+		cause := inc.getCause()
+		if cause == "" {
+			delay = time.Second
+			code := inc.exitCode()
+			if fp := failpointKill(inc.logPath); fp != "" {
+				r.s.count(func(res *result) { res.FailpointKills++ })
+				r.s.t.Logf("relay %s#%d killed by failpoint %s (exit %d)", r.name, inc.n, fp, code)
+			} else {
+				r.s.count(func(res *result) { res.RelayExits++ })
+				r.s.t.Logf("relay %s#%d exited on its own with status %d after %s; restarting. Log tail:\n%s",
+					r.name, inc.n, code, time.Since(inc.started).Round(time.Millisecond), tail(inc.logPath, 1500))
+			}
+		}
+		for {
+			r.mu.Lock()
+			held, rel := r.held, r.release
+			r.mu.Unlock()
+			if !held {
+				break
+			}
+			select {
+			case <-rel:
+			case <-r.s.stopCh:
+			}
+		}
+		select {
+		case <-time.After(delay):
+		case <-r.s.stopCh:
+		}
+		var err error
+		inc, err = r.spawn()
+		if errors.Is(err, errGone) {
+			return
+		}
+		if err != nil {
+			r.s.t.Errorf("restarting relay %s: %v", r.name, err)
+			return
+		}
+	}
+}
+
+// current returns the running incarnation, or nil.
+func (r *relay) current() *incarnation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur == nil || r.cur.exited() {
+		return nil
+	}
+	return r.cur
+}
+
+// hold keeps the supervisor from restarting the relay until unhold.
+func (r *relay) hold() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.held {
+		r.held, r.release = true, make(chan struct{})
+	}
+}
+
+func (r *relay) unhold() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held {
+		r.held = false
+		close(r.release)
+	}
+}
+
+// signalGroup signals the incarnation's process.
+func (inc *incarnation) signal(sig syscall.Signal) {
+	_ = syscall.Kill(inc.cmd.Process.Pid, sig)
+}
+
+// kill SIGKILLs the running incarnation and has it restarted after
+// restart. It returns false when no process was running.
+func (r *relay) kill(restart time.Duration) bool {
+	inc := r.current()
+	if inc == nil {
+		return false
+	}
+	r.mu.Lock()
+	r.nextDelay = restart
+	r.mu.Unlock()
+	inc.setCause("SIGKILL")
+	inc.signal(syscall.SIGKILL)
+	inc.signal(syscall.SIGCONT)
+	<-inc.done
+	return true
+}
+
+// term sends SIGTERM and waits for a clean exit (status 0) for up to
+// grace, then SIGKILLs. It returns the exit status, or -1 when nothing ran.
+func (r *relay) term(restart, grace time.Duration) (code int, took time.Duration) {
+	inc := r.current()
+	if inc == nil {
+		return -1, 0
+	}
+	r.mu.Lock()
+	r.nextDelay = restart
+	r.mu.Unlock()
+	inc.setCause("SIGTERM")
+	start := time.Now()
+	inc.signal(syscall.SIGTERM)
+	select {
+	case <-inc.done:
+	case <-time.After(grace):
+		inc.setCause("SIGTERM timeout, SIGKILL")
+		inc.signal(syscall.SIGKILL)
+		<-inc.done
+	}
+	return inc.exitCode(), time.Since(start)
+}
+
+// stopForGood stops the relay with SIGTERM (SIGKILL after 60 s) and ends
+// its supervisor.
+func (r *relay) stopForGood() {
+	r.mu.Lock()
+	r.gone = true
+	inc := r.cur
+	r.mu.Unlock()
+	if inc != nil && !inc.exited() {
+		inc.setCause("final SIGTERM")
+		inc.signal(syscall.SIGCONT)
+		inc.signal(syscall.SIGTERM)
+		select {
+		case <-inc.done:
+			if c := inc.exitCode(); c != 0 {
+				r.s.t.Logf("relay %s#%d exited %d after the final SIGTERM", r.name, inc.n, c)
+			}
+		case <-time.After(60 * time.Second):
+			r.s.t.Logf("relay %s#%d did not stop within 60 s of SIGTERM; SIGKILL", r.name, inc.n)
+			inc.signal(syscall.SIGKILL)
+			<-inc.done
+		}
+	}
+	if r.supDone != nil {
+		<-r.supDone
+	}
+}
+
+// killForGood is teardown after a failure.
+func (r *relay) killForGood() {
+	r.mu.Lock()
+	r.gone = true
+	inc := r.cur
+	r.mu.Unlock()
+	if inc != nil && !inc.exited() {
+		inc.setCause("teardown")
+		inc.signal(syscall.SIGKILL)
+		inc.signal(syscall.SIGCONT)
+		<-inc.done
+	}
+	if r.supDone != nil {
+		<-r.supDone
+	}
+}
+
+func (r *relay) describe() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b strings.Builder
+	for _, inc := range r.incs {
+		state := "running"
+		if inc.exited() {
+			state = fmt.Sprintf("exit %d (%s)", inc.exitCode(), inc.getCause())
+		}
+		fmt.Fprintf(&b, "#%d %s %v; ", inc.n, state, inc.env)
+	}
+	return b.String()
+}
+
+// logTail logs the end of every incarnation's log that ended on its own
+// and of the last one.
+func (r *relay) logTail(t *testing.T, max int) {
+	r.mu.Lock()
+	incs := append([]*incarnation{}, r.incs...)
+	r.mu.Unlock()
+	for i, inc := range incs {
+		if i == len(incs)-1 || inc.getCause() == "" {
+			t.Logf("---- relay %s#%d log (%s) tail ----\n%s", r.name, inc.n, inc.logPath, tail(inc.logPath, max))
+		}
+	}
+}
+
+func tail(path string, max int) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return string(b)
+}
+
+// failpointKill returns the failpoint named in the log line the relay
+// writes before a failpoint kills it, or "".
+func failpointKill(logPath string) string {
+	b := []byte(tail(logPath, 4096))
+	i := bytes.LastIndex(b, []byte("failpoint "))
+	if i < 0 || !bytes.Contains(b[i:], []byte(": killing process")) {
+		return ""
+	}
+	name, _, _ := strings.Cut(string(b[i+len("failpoint "):]), ":")
+	return name
+}
+
+// scrapeLoop scrapes every running relay's /metrics every 500 ms.
+func (s *scenario) scrapeLoop() {
+	defer s.scrapeWG.Done()
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopCh:
+			return
+		case <-t.C:
+		}
+		s.scrapeOnce()
+	}
+}
+
+var scrapeClient = &http.Client{Timeout: 400 * time.Millisecond}
+
+func (s *scenario) scrapeOnce() {
+	for _, r := range s.relays {
+		inc := r.current()
+		if inc == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+inc.metricsAddr+"/metrics", nil)
+		resp, err := scrapeClient.Do(req)
+		if err != nil {
+			cancel()
+			continue
+		}
+		vals := parseMetrics(resp.Body)
+		resp.Body.Close()
+		cancel()
+		inc.mu.Lock()
+		for k, v := range vals {
+			if v > inc.maxima[k] {
+				inc.maxima[k] = v
+			}
+		}
+		inc.mu.Unlock()
+	}
+}
+
+// parseMetrics sums the sharerelay_* samples of the Prometheus text format
+// by metric name and, for transactions and acks, outcome or type:
+// "sharerelay_transactions_total/aborted".
+func parseMetrics(r io.Reader) map[string]float64 {
+	out := map[string]float64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "sharerelay_") {
+			continue
+		}
+		sp := strings.LastIndexByte(line, ' ')
+		if sp < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[sp+1:], 64)
+		if err != nil {
+			continue
+		}
+		head := line[:sp]
+		name, labels, _ := strings.Cut(head, "{")
+		key := name
+		for _, l := range []string{`outcome="`, `type="`} {
+			if i := strings.Index(labels, l); i >= 0 {
+				rest := labels[i+len(l):]
+				if j := strings.IndexByte(rest, '"'); j >= 0 {
+					key += "/" + rest[:j]
+				}
+			}
+		}
+		out[key] += v
+	}
+	return out
+}
+
+// metricTotals sums, over every incarnation of every relay, the largest
+// value each counter reached: counters restart at 0 with each process.
+func (s *scenario) metricTotals() map[string]float64 {
+	tot := map[string]float64{}
+	for _, r := range s.relays {
+		r.mu.Lock()
+		incs := append([]*incarnation{}, r.incs...)
+		r.mu.Unlock()
+		for _, inc := range incs {
+			inc.mu.Lock()
+			for k, v := range inc.maxima {
+				tot[k] += v
+			}
+			inc.mu.Unlock()
+		}
+	}
+	return tot
+}
+
+func (s *scenario) collectMetrics() {
+	m := s.metricTotals()
+	res := s.res
+	s.resMu.Lock()
+	defer s.resMu.Unlock()
+	res.Polled = int(m["sharerelay_records_polled_total"])
+	res.Redeliveries = int(m["sharerelay_redeliveries_total"])
+	res.Committed = int(m["sharerelay_transactions_total/committed"])
+	res.Aborted = int(m["sharerelay_transactions_total/aborted"])
+	res.Unknown = int(m["sharerelay_transactions_total/unknown"])
+	res.AckErrors = int(m["sharerelay_ack_errors_total"])
+	res.ClaimConflicts = int(m["sharerelay_claim_conflicts_total"])
+	res.AlreadyCommitted = int(m["sharerelay_already_committed_total"])
+	res.DeadLettersMetric = int(m["sharerelay_dead_letters_total"])
+	res.InvariantBreaks = int(m["sharerelay_invariant_violations_total"])
+	for _, r := range s.relays {
+		r.mu.Lock()
+		incs := append([]*incarnation{}, r.incs...)
+		r.mu.Unlock()
+		res.Incarnations += len(incs)
+		// The relay counts an EndTxn whose answer was lost as
+		// committed or aborted once the ledger resolved it, so the
+		// ambiguous commits are counted from its logs.
+		for _, inc := range incs {
+			b, _ := os.ReadFile(inc.logPath)
+			for _, line := range bytes.Split(b, []byte("\n")) {
+				if bytes.Contains(line, []byte(`msg="commit outcome unknown; resolved"`)) {
+					res.Ambiguous++
+					if bytes.Contains(line, []byte("committed=true")) {
+						res.AmbiguousCommitted++
+					}
+				}
+			}
+		}
+	}
+}

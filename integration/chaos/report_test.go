@@ -1,0 +1,164 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sharerelay/sharerelay/audit"
+)
+
+// result is one scenario's line in the report. Fault counts are what the
+// harness injected; the relay counters (redeliveries, transactions, ...)
+// are sums over every relay process of the largest value scraped from its
+// /metrics, so they are lower bounds: what a process counted in its last
+// half second before a SIGKILL is lost.
+type result struct {
+	Scenario   string `json:"scenario"`
+	Seed       uint64 `json:"seed"`
+	Delivery   string `json:"delivery"`
+	Records    int    `json:"records"`
+	Relays     int    `json:"relays"`
+	Workers    int    `json:"workers_per_relay"`
+	Partitions int    `json:"partitions"`
+
+	Kills          int            `json:"sigkills"`
+	FailpointKills int            `json:"failpoint_kills"`
+	Terms          int            `json:"sigterms"`
+	UncleanStops   int            `json:"unclean_stops"`
+	Pauses         int            `json:"sigstops"`
+	Toxics         map[string]int `json:"network_faults"`
+	BrokerKills    int            `json:"broker_kill9"`
+	BrokerStops    int            `json:"broker_clean_restarts"`
+	// HangingTxns counts transactions whose markers the single-node
+	// broker dropped after a crash, completed by the harness (doc.go).
+	HangingTxns  int `json:"hanging_txns_completed"`
+	RelayExits   int `json:"relay_exits_on_their_own"`
+	Incarnations int `json:"relay_processes"`
+
+	Polled       int `json:"records_polled"`
+	Redeliveries int `json:"redeliveries"`
+	Committed    int `json:"txn_committed"`
+	Aborted      int `json:"txn_aborted"`
+	Unknown      int `json:"txn_unknown"`
+	// Ambiguous counts EndTxn calls whose answer was lost (from the
+	// relay logs), AmbiguousCommitted those the ledger showed committed.
+	Ambiguous          int `json:"ambiguous_commits"`
+	AmbiguousCommitted int `json:"ambiguous_resolved_committed"`
+	AckErrors          int `json:"ack_errors"`
+	ClaimConflicts     int `json:"claim_conflicts"`
+	AlreadyCommitted   int `json:"already_committed"`
+	DeadLettersMetric  int `json:"dead_letters_metric"`
+	InvariantBreaks    int `json:"invariant_violations"`
+
+	ReaderRecords    int `json:"reader_records"`
+	ReaderDuplicates int `json:"reader_duplicates"`
+
+	Output         int    `json:"verified_output"`
+	DeadLettered   int    `json:"verified_dead_letters"`
+	Lost           int    `json:"lost"`
+	Duplicated     int    `json:"duplicated"`
+	Both           int    `json:"both"`
+	Unexpected     int    `json:"unexpected"`
+	AbortedRecords int    `json:"aborted_records"`
+	Verdict        string `json:"verdict"`
+	Elapsed        string `json:"elapsed"`
+
+	elapsed time.Duration
+}
+
+func (r *result) fromReport(rep *audit.Report) {
+	r.Output, r.DeadLettered = rep.Total.Output, rep.Total.DeadLettered
+	r.Lost, r.Duplicated, r.Both, r.Unexpected = rep.Total.Lost, rep.Total.Duplicated, rep.Total.Both, rep.Total.Unexpected
+	r.AbortedRecords = rep.AbortedRecords
+	r.Verdict = "EXACT"
+	if !rep.Exact {
+		r.Verdict = fmt.Sprintf("NOT EXACT (lost %d, duplicated %d, both %d, unexpected %d, lag %d)",
+			rep.Total.Lost, rep.Total.Duplicated, rep.Total.Both, rep.Total.Unexpected, rep.Total.Lag)
+	}
+}
+
+func (r *result) toxicsString() string {
+	if len(r.Toxics) == 0 {
+		return "0"
+	}
+	keys := make([]string, 0, len(r.Toxics))
+	for k := range r.Toxics {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, r.Toxics[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// line is the one-line summary logged per scenario.
+func (r *result) line() string {
+	return fmt.Sprintf("CHAOS %s seed=%d %s records=%d relays=%dx%d | kills=%d failpoint-kills=%d sigterms=%d sigstops=%d network=[%s] broker-kill9=%d broker-restarts=%d hanging-txns=%d relay-exits=%d processes=%d | polled=%d redeliveries=%d txn committed=%d aborted=%d unknown=%d ambiguous=%d(committed %d) ack-errors=%d claim-conflicts=%d already-committed=%d | output=%d dead-letters=%d aborted-records=%d reader=%d (dups %d) | %s | %s",
+		r.Scenario, r.Seed, r.Delivery, r.Records, r.Relays, r.Workers,
+		r.Kills, r.FailpointKills, r.Terms, r.Pauses, r.toxicsString(), r.BrokerKills, r.BrokerStops, r.HangingTxns, r.RelayExits, r.Incarnations,
+		r.Polled, r.Redeliveries, r.Committed, r.Aborted, r.Unknown, r.Ambiguous, r.AmbiguousCommitted, r.AckErrors, r.ClaimConflicts, r.AlreadyCommitted,
+		r.Output, r.DeadLettered, r.AbortedRecords, r.ReaderRecords, r.ReaderDuplicates, r.Elapsed, r.Verdict)
+}
+
+var (
+	resultsMu sync.Mutex
+	results   []*result
+)
+
+// record keeps a scenario's result and rewrites the CHAOS_REPORT file.
+func record(r *result) {
+	resultsMu.Lock()
+	results = append(results, r)
+	resultsMu.Unlock()
+	writeReport()
+}
+
+// writeReport writes every result so far to $CHAOS_REPORT: JSON when the
+// name ends in .json, a markdown table otherwise.
+func writeReport() {
+	path := os.Getenv("CHAOS_REPORT")
+	if path == "" {
+		return
+	}
+	resultsMu.Lock()
+	defer resultsMu.Unlock()
+	var data []byte
+	if strings.HasSuffix(path, ".json") {
+		data, _ = json.MarshalIndent(results, "", "  ")
+	} else {
+		data = []byte(markdown(results))
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "chaos: writing %s: %v\n", path, err)
+	}
+}
+
+func markdown(rs []*result) string {
+	var b strings.Builder
+	b.WriteString("| scenario | seed | delivery | records | relays×workers | SIGKILL | failpoint kills | SIGTERM | SIGSTOP | network faults | broker kill -9 / clean | hanging txns completed | relay exits | redeliveries | txn aborted | txn unknown | ambiguous commits | ack errors | claim conflicts | aborted records | dead letters | time | verifier |\n")
+	b.WriteString("|---|---:|---|---:|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	var total time.Duration
+	for _, r := range rs {
+		total += r.elapsed
+		fmt.Fprintf(&b, "| %s | %d | %s | %d | %d×%d | %d | %d | %d | %d | %s | %d / %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s |\n",
+			r.Scenario, r.Seed, r.Delivery, r.Records, r.Relays, r.Workers, r.Kills, r.FailpointKills, r.Terms, r.Pauses,
+			r.toxicsString(), r.BrokerKills, r.BrokerStops, r.HangingTxns, r.RelayExits, r.Redeliveries, r.Aborted, r.Unknown, r.Ambiguous, r.AckErrors,
+			r.ClaimConflicts, r.AbortedRecords, r.DeadLettered, r.Elapsed, r.Verdict)
+	}
+	fmt.Fprintf(&b, "\nTotal scenario time: %s\n", total.Round(time.Second))
+	return b.String()
+}
+
+// count updates the scenario's result under its lock.
+func (s *scenario) count(f func(*result)) {
+	s.resMu.Lock()
+	defer s.resMu.Unlock()
+	f(s.res)
+}

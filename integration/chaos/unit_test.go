@@ -1,0 +1,60 @@
+package chaos
+
+import (
+	"encoding/binary"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// Unit tests of the harness's own parsing (no broker).
+
+func TestEndTxnFrameParser(t *testing.T) {
+	frame := func(key int16, body int) []byte {
+		b := make([]byte, 6+body)
+		binary.BigEndian.PutUint32(b, uint32(2+body))
+		binary.BigEndian.PutUint16(b[4:], uint16(key))
+		return b
+	}
+	var all []byte
+	all = append(all, frame(0, 100)...) // Produce
+	all = append(all, frame(26, 30)...) // EndTxn, ends at 136+6=142
+	all = append(all, frame(3, 10)...)  // Metadata
+	all = append(all, frame(26, 0)...)  // EndTxn with an empty body
+	want := []int{142, 142 + 16 + 6}
+	for _, chunk := range []int{1, 2, 5, 7, 64, len(all)} {
+		var p frameParser
+		var got []int
+		for off := 0; off < len(all); off += chunk {
+			end := min(off+chunk, len(all))
+			for _, e := range p.feed(all[off:end]) {
+				got = append(got, off+e)
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("chunks of %d: EndTxn ends at %v, want %v", chunk, got, want)
+		}
+	}
+}
+
+func TestParseMetrics(t *testing.T) {
+	in := `# HELP sharerelay_transactions_total Transactions ended, by outcome.
+# TYPE sharerelay_transactions_total counter
+sharerelay_transactions_total{outcome="aborted",pipeline="p",worker="0"} 2
+sharerelay_transactions_total{outcome="aborted",pipeline="p",worker="1"} 3
+sharerelay_transactions_total{outcome="committed",pipeline="p",worker="0"} 40
+sharerelay_redeliveries_total{pipeline="p",worker="0"} 7
+sharerelay_acks_total{pipeline="p",type="accept",worker="0"} 1e+06
+go_goroutines 12
+`
+	got := parseMetrics(strings.NewReader(in))
+	want := map[string]float64{
+		"sharerelay_transactions_total/aborted":   5,
+		"sharerelay_transactions_total/committed": 40,
+		"sharerelay_redeliveries_total":           7,
+		"sharerelay_acks_total/accept":            1e6,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("parseMetrics = %v, want %v", got, want)
+	}
+}
