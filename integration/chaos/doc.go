@@ -122,6 +122,11 @@
 //     directory and ports.
 //  5. Zombie — SIGSTOP each relay in turn for 8–11 s (longer than the 6 s
 //     lock and the 4 s transaction timeout), then SIGCONT.
+//     ZombieStalledCommit is the same window made deterministic: relay r0
+//     stalls 7 s before its 5th commit (failpoint before-commit=sleep(7s)@5),
+//     past its transaction timeout and lock; the coordinator aborts the
+//     transaction, and the woken zombie gets INVALID_TXN_STATE on commit,
+//     which leaves franz-go's producer unusable until it is replaced.
 //  6. Network — connection resets (reset_peer, both directions),
 //     latency 12 s ± 0.5 s on responses (above franz-go's 10 s request
 //     timeout overhead) for 13–16 s, a blackhole (timeout toxic: bytes
@@ -203,11 +208,24 @@
 // with the 1 ms of work, three relays of two workers do ~3k/s, so the
 // control run takes ~35 s for 100k records. Every scenario of the
 // catalogue uses 100,000 records (CHAOS_RECORDS changes that for all); the
-// whole catalogue takes about 15 minutes. `make soak` runs the nemesis for
+// whole catalogue takes about 16 minutes with -race (the harness is
+// race-checked; the relay binary is not). `make soak` runs the nemesis for
 // 1,000,000 records and 20 minutes. The seeding producer uses 16 KiB
-// batches (the Java default): with franz-go's default of 1 MiB the relay's
-// share consumer acquires whole source batches, thousands of records
-// beyond batch.max_records, whose locks expire in the client's buffer —
-// CHAOS_BATCH_BYTES=1048576 shows it (see the report accompanying this
-// suite).
+// batches (the Java producer's default). With franz-go's default of 1 MiB
+// a share fetch used to acquire whole source batches — thousands of
+// records beyond batch.max_records — whose locks then expired in the
+// client's buffer, doubling deliveries in a fault-free run; the relay now
+// asks for strict record limits (ShareMaxRecordsStrict) and one fetch
+// ahead. CHAOS_BATCH_BYTES=1048576 checks that this stays fixed.
+//
+// # What a poison record can survive
+//
+// The dead-letter spare delivery covers one crash during a record's last
+// attempt. A crash costs a delivery to every record the process had
+// acquired, including those fetched ahead of the batch in flight, so two
+// crashes of two processes within a record's lifetime can archive a
+// poison record without a dead letter: the documented limit (KIP-1191's
+// broker-side dead-letter queue is the backstop). The poison scenario
+// therefore crashes once; an earlier version that also killed r1 after a
+// commit lost order 250 that way (seed 1795957366615891578).
 package chaos

@@ -475,6 +475,7 @@ func (s *scenario) collectMetrics() {
 	res.AlreadyCommitted = int(m["sharerelay_already_committed_total"])
 	res.DeadLettersMetric = int(m["sharerelay_dead_letters_total"])
 	res.InvariantBreaks = int(m["sharerelay_invariant_violations_total"])
+	res.ProducerResets = int(m["sharerelay_producer_resets_total"])
 	for _, r := range s.relays {
 		r.mu.Lock()
 		incs := append([]*incarnation{}, r.incs...)
