@@ -335,6 +335,12 @@ func (w *worker) transact(ctx context.Context, b *batch, plans []plan, srcs []eo
 	var recs []*kgo.Record
 	hasDLQ := false
 	for _, i := range pending {
+		for _, r := range plans[i].outs {
+			// A retry after a claim conflict produces these records
+			// again; franz-go keeps the first attempt's (cancelled)
+			// context on a record, which would fail the retry at once.
+			r.Context = nil
+		}
 		recs = append(recs, plans[i].outs...)
 		hasDLQ = hasDLQ || plans[i].deadLetter
 	}
