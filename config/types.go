@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"time"
 
 	"github.com/sharerelay/sharerelay/transform"
@@ -107,4 +108,23 @@ type Ledger struct {
 	// older generations are ignored. Raise it after resetting the share
 	// group's offsets to reprocess data (default 0).
 	Generation int `yaml:"generation" json:"generation"`
+}
+
+// OutputTopics returns the topics the pipeline writes records to, sorted
+// and without duplicates: the output topic, every route target, and the
+// dead-letter topic. The ledger topics are not included.
+func (p *Pipeline) OutputTopics() []string {
+	ts := []string{p.Output.Topic, p.DeadLetter.Topic}
+	for _, s := range p.Transforms {
+		for _, t := range s.Routes {
+			ts = append(ts, t)
+		}
+		ts = append(ts, s.Default)
+	}
+	slices.Sort(ts)
+	ts = slices.Compact(ts)
+	if len(ts) > 0 && ts[0] == "" {
+		ts = ts[1:]
+	}
+	return ts
 }

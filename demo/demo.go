@@ -25,6 +25,7 @@ import (
 	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/configs"
+	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/relay"
 )
 
@@ -102,7 +103,8 @@ func Run(ctx context.Context, out io.Writer, log *slog.Logger) error {
 	p.Metrics.Listen = ""
 
 	reg := prometheus.NewRegistry()
-	rl, err := relay.New(relay.Options{Pipeline: p, Instance: "demo", Registerer: reg, Logger: log})
+	rl, err := relay.New(relay.Options{Pipeline: p, Instance: "demo", Registerer: reg, Logger: log,
+		LedgerMarkers: eos.MarkersAtSameOrNextEpoch}) // kfake writes markers at the records' epoch
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

@@ -41,7 +41,7 @@ type Tx interface {
 // A Guard is used by one worker goroutine at a time.
 type Guard interface {
 	Committed(srcs []Source) []bool
-	Claims(ctx context.Context, tx Tx, srcs []Source) ([]*kgo.Record, error)
+	Claims(ctx context.Context, tx Tx, srcs []Source, outputs []string) ([]*kgo.Record, error)
 	Check(ctx context.Context) (conflicts []bool, err error)
 	Resolve(ctx context.Context) (committed bool, err error)
 	// Close releases the Guard's resources.
@@ -59,7 +59,7 @@ type AtLeastOnce struct{}
 func (AtLeastOnce) Committed(srcs []Source) []bool { return make([]bool, len(srcs)) }
 
 // Claims claims nothing.
-func (AtLeastOnce) Claims(context.Context, Tx, []Source) ([]*kgo.Record, error) { return nil, nil }
+func (AtLeastOnce) Claims(context.Context, Tx, []Source, []string) ([]*kgo.Record, error) { return nil, nil }
 
 // Check reports no conflict.
 func (AtLeastOnce) Check(context.Context) ([]bool, error) { return nil, nil }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -42,8 +43,9 @@ type claimGroup struct {
 }
 
 // Claims returns one claim record per source partition of srcs, to be
-// produced in the open transaction with the outputs.
-func (g *ledgerGuard) Claims(ctx context.Context, tx Tx, srcs []Source) ([]*kgo.Record, error) {
+// produced in the open transaction with the outputs, which go to outputs
+// (topics).
+func (g *ledgerGuard) Claims(ctx context.Context, tx Tx, srcs []Source, outputs []string) ([]*kgo.Record, error) {
 	g.forget()
 	pid, epoch, err := tx.ProducerID(ctx)
 	if err != nil {
@@ -63,10 +65,12 @@ func (g *ledgerGuard) Claims(ctx context.Context, tx Tx, srcs []Source) ([]*kgo.
 		cg.idx = append(cg.idx, i)
 	}
 	g.records = make([]*kgo.Record, len(g.open))
+	at := time.Now().UnixMilli()
 	for i, cg := range g.open {
 		c := Claim{
 			Gen: g.l.cfg.Gen, Topic: cg.key.Topic, TopicID: cg.key.TopicID, Partition: cg.key.Partition,
 			Ranges: Ranges(cg.offsets), TxnID: g.txnID, ProducerID: pid, Epoch: epoch,
+			Outputs: outputs, At: at,
 		}
 		v, err := json.Marshal(&c)
 		if err != nil {
@@ -79,8 +83,10 @@ func (g *ledgerGuard) Claims(ctx context.Context, tx Tx, srcs []Source) ([]*kgo.
 
 // Check is called once the records of Claims were produced (so they carry
 // their ledger positions). It waits until the reader has applied them and
-// applies the conflict rule, waiting (up to ClaimWait) for earlier pending
-// claims of the same offsets. conflicts is indexed like Claims' srcs.
+// applies the conflict rule, waiting (up to ClaimWait) for earlier claims
+// of the same offsets to be resolved. A claim that blocks for longer than
+// a transaction can stay open lost its marker: the resolver is asked to
+// settle it. conflicts is indexed like Claims' srcs.
 func (g *ledgerGuard) Check(ctx context.Context) ([]bool, error) {
 	if len(g.open) == 0 || len(g.records) != len(g.open) {
 		return nil, errors.New("eos: Check without Claims")
@@ -98,18 +104,20 @@ func (g *ledgerGuard) Check(ctx context.Context) ([]bool, error) {
 	// partition claims are totally ordered and only wait on earlier ones.
 	wctx, cancel := context.WithTimeout(ctx, g.l.cfg.ClaimWait)
 	defer cancel()
+	stale := time.NewTimer(g.l.cfg.TransactionTimeout)
+	defer stale.Stop()
 	conflicts := make([]bool, g.nSrcs)
 	for {
 		g.l.mu.Lock()
-		wait := false
+		var blockers []Pos
 		var cerr error
 		for _, cg := range g.open {
-			c, w, err := g.l.idx.Check(cg.pos, cg.key, cg.offsets)
+			c, b, err := g.l.idx.Check(cg.pos, cg.key, cg.offsets)
 			if err != nil {
 				cerr = err
 				break
 			}
-			wait = wait || w
+			blockers = append(blockers, b...)
 			for j, conflict := range c {
 				conflicts[cg.idx[j]] = conflict
 			}
@@ -119,29 +127,37 @@ func (g *ledgerGuard) Check(ctx context.Context) ([]bool, error) {
 		if cerr != nil {
 			return nil, cerr
 		}
-		if !wait {
+		if len(blockers) == 0 {
 			return conflicts, nil
 		}
 		select {
 		case <-wctx.Done():
 			if errors.Is(wctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-				return nil, fmt.Errorf("%w (%s)", ErrClaimWaitTimeout, g.l.cfg.ClaimWait)
+				return nil, fmt.Errorf("%w (%s; blocked by the claims at %v)", ErrClaimWaitTimeout, g.l.cfg.ClaimWait, blockers)
 			}
 			return nil, wctx.Err()
+		case <-stale.C:
+			// Longer than any transaction stays open: the blockers'
+			// markers are late or lost.
+			for _, b := range blockers {
+				g.l.requestResolve(b)
+			}
 		case <-ch:
 		}
 	}
 }
 
 // Resolve waits for the marker of the last claim's transaction and reports
-// whether it committed. It waits at most until ctx ends; then the outcome
-// stays unknown and the worker releases the records, which is safe: whoever
-// gets them next finds them committed if they were.
+// whether it committed. An orphaned claim (the ledger lost its marker)
+// waits for the resolver's verdict. It waits at most until ctx ends; then
+// the outcome stays unknown and the worker releases the records, which is
+// safe: whoever gets them next finds them committed if they were.
 func (g *ledgerGuard) Resolve(ctx context.Context) (bool, error) {
 	if len(g.last) == 0 {
 		return false, errors.New("eos: resolve: no claim to resolve")
 	}
 	pos := g.last[0] // every claim of a transaction shares its fate
+	asked := false
 	for {
 		g.l.mu.Lock()
 		f := g.l.idx.Fate(pos)
@@ -152,10 +168,15 @@ func (g *ledgerGuard) Resolve(ctx context.Context) (bool, error) {
 			return true, nil
 		case FateAborted:
 			return false, nil
+		case FateOrphaned:
+			if !asked {
+				g.l.requestResolve(pos)
+				asked = true
+			}
 		}
 		select {
 		case <-ctx.Done():
-			return false, fmt.Errorf("eos: resolving the commit by the ledger: %w", ctx.Err())
+			return false, fmt.Errorf("eos: resolving the commit by the ledger (claim %v %s): %w", pos, f, ctx.Err())
 		case <-ch:
 		}
 	}

@@ -54,10 +54,15 @@ const (
 	// (c) a record delivered for the first time (delivery count 1) is
 	// taken as never processed: no Committed check, conflicts ignored.
 	shortcutFirstDelivery
+	// (e) the rule before issue 11: a claim's fate is the next marker of
+	// its producer id in the ledger partition, whatever its epoch (the
+	// model erases the epochs from what the index reads, and runs no
+	// resolver).
+	shortcutLegacyNextMarker
 )
 
 func (s shortcut) String() string {
-	return [...]string{"none", "own-producer", "snapshot-without-pending", "first-delivery"}[s]
+	return [...]string{"none", "own-producer", "snapshot-without-pending", "first-delivery", "legacy-next-marker"}[s]
 }
 
 type simParams struct {
@@ -69,7 +74,11 @@ type simParams struct {
 	steps         int
 	deliveryLimit int
 	maxBatch      int
-	shortcut      shortcut
+	// loseMarkers: the broker drops markers in ledger partitions (a
+	// single node killed while markers are in flight), and sometimes
+	// every trace of a transaction's outcome.
+	loseMarkers bool
+	shortcut    shortcut
 }
 
 func drawParams(c chooser, sc shortcut) simParams {
@@ -83,6 +92,7 @@ func drawParams(c chooser, sc shortcut) simParams {
 		steps:         in(20, 250),
 		deliveryLimit: in(2, 5),
 		maxBatch:      in(1, 3),
+		loseMarkers:   in(0, 1) == 1,
 		shortcut:      sc,
 	}
 }
@@ -130,23 +140,29 @@ type heldRec struct {
 	deliveries int
 }
 
-// ledgerEntry is a claim (claim != nil) or a transaction marker.
+// ledgerEntry is a claim (claim != nil), a resolution (resolve != nil) or
+// a transaction marker at epoch.
 type ledgerEntry struct {
-	claim  *Claim
-	pid    int64
-	commit bool
-	txn    int
+	claim   *Claim
+	resolve []Pos
+	pid     int64
+	epoch   int16
+	commit  bool
+	txn     int
 }
 
 type simTxn struct {
 	id              int
 	worker          int
 	pid             int64
+	epoch           int16
+	noEvidence      bool // the broker lost every trace of its outcome
 	recs            []int
 	lps             []int32 // ledger partitions it wrote claims to
 	open, committed bool
 	commitRequested bool // the commit was sent; the coordinator decides
 	checked         bool // every claim passed Check right before the commit
+	ended           bool
 }
 
 type simClaim struct {
@@ -180,6 +196,7 @@ type simWorker struct {
 	toClaim []simClaim
 	claimed []simClaim
 	waits   int
+	reinit  bool // restarted: its next transaction re-initialises the producer id
 }
 
 type sim struct {
@@ -190,6 +207,7 @@ type sim struct {
 	snaps   [][]byte
 	broker  []brokerRec
 	workers []*simWorker
+	epochs  map[int64]int16 // the coordinator's epoch per producer id
 	txns    []*simTxn
 	outputs [][]int // per record: ids of committed transactions that output it
 	acqSeq  int
@@ -242,10 +260,10 @@ func (s *sim) recName(r int) string {
 func simulate(p simParams, c chooser) *violation { return simulateS(p, c).v }
 
 func simulateS(p simParams, c chooser) *sim {
-	s := &sim{p: p, c: c, stats: map[string]int{}}
+	s := &sim{p: p, c: c, stats: map[string]int{}, epochs: map[int64]int16{}}
 	s.logs = make([][]ledgerEntry, p.ledgerParts)
 	for range p.instances {
-		s.readers = append(s.readers, NewIndex(simGen))
+		s.readers = append(s.readers, NewIndex(simGen, MarkersAtNextEpoch))
 	}
 	n := p.srcParts * p.offsets
 	s.broker = make([]brokerRec, n)
@@ -286,6 +304,7 @@ func (s *sim) step() {
 		{2, s.coordinatorTimeout},
 		{3, s.snapshot},
 		{1, s.instanceRestart},
+		{3, s.resolver},
 	}
 	total := 0
 	for _, e := range events {
@@ -321,10 +340,20 @@ func (s *sim) apply(x *Index, lp int32) bool {
 		return false
 	}
 	e := s.logs[lp][o]
-	if e.claim != nil {
-		x.ApplyClaim(Pos{lp, o}, e.claim)
-	} else {
-		x.ApplyMarker(Pos{lp, o}, e.pid, e.commit)
+	legacy := s.p.shortcut == shortcutLegacyNextMarker
+	switch {
+	case e.claim != nil:
+		c := *e.claim
+		if legacy {
+			c.Epoch = 0
+		}
+		x.ApplyClaim(Pos{lp, o}, &c)
+	case e.resolve != nil:
+		x.ApplyResolution(Pos{lp, o}, e.resolve, e.commit)
+	case legacy:
+		x.ApplyMarker(Pos{lp, o}, e.pid, 1, e.commit)
+	default:
+		x.ApplyMarker(Pos{lp, o}, e.pid, e.epoch, e.commit)
 	}
 	return true
 }
@@ -416,7 +445,7 @@ func (s *sim) crashWorker(w *simWorker) {
 func (s *sim) restart() {
 	w := s.workers[s.pick(len(s.workers))]
 	if !w.alive {
-		w.alive = true
+		w.alive, w.reinit = true, true
 		s.tracef("worker %d restarted", w.id)
 	}
 }
@@ -427,9 +456,20 @@ func (s *sim) endTxn(t *simTxn, commit bool) {
 	if !t.open {
 		panic("endTxn of an ended transaction")
 	}
-	t.open, t.committed = false, commit
+	t.open, t.committed, t.ended = false, commit, true
+	// Kafka under transaction.version 2: markers at the bumped epoch, and
+	// the producer continues from it.
+	s.epochs[t.pid] = max(s.epochs[t.pid], t.epoch+1)
+	if s.p.loseMarkers && s.chance(8) {
+		t.noEvidence = true
+	}
 	for _, lp := range t.lps {
-		s.logs[lp] = append(s.logs[lp], ledgerEntry{pid: t.pid, commit: commit, txn: t.id})
+		if s.p.loseMarkers && s.chance(3) {
+			s.count("marker lost in the ledger")
+			s.tracef("txn %d: its marker in ledger partition %d was lost", t.id, lp)
+			continue
+		}
+		s.logs[lp] = append(s.logs[lp], ledgerEntry{pid: t.pid, epoch: t.epoch + 1, commit: commit, txn: t.id})
 	}
 	s.tracef("txn %d (worker %d, pid %d) %s, records %v", t.id, t.worker, t.pid, map[bool]string{true: "COMMITTED", false: "aborted"}[commit], s.names(t.recs))
 	if !commit {
@@ -520,11 +560,12 @@ func (s *sim) instanceRestart() {
 	for _, w := range s.workers {
 		if w.inst == r && w.alive {
 			s.crashWorker(w)
+			w.reinit = true
 		}
 	}
 	k := s.pick(len(s.snaps) + 1)
 	if k == len(s.snaps) {
-		s.readers[r] = NewIndex(simGen)
+		s.readers[r] = NewIndex(simGen, MarkersAtNextEpoch)
 		s.tracef("instance %d restarted from scratch", r)
 		return
 	}
@@ -533,7 +574,7 @@ func (s *sim) instanceRestart() {
 		s.fail("snapshot", "unmarshal: %v", err)
 		return
 	}
-	s.readers[r] = Restore(&snap)
+	s.readers[r] = Restore(&snap, MarkersAtNextEpoch)
 	s.count("restore")
 	if len(snap.Pending) > 0 {
 		s.count("restore with pending claims")
@@ -607,7 +648,13 @@ func (s *sim) workerStep(w *simWorker) {
 
 	case phBegin:
 		s.fence(w.pid)
-		t := &simTxn{id: len(s.txns), worker: w.id, pid: w.pid, open: true}
+		if w.reinit || s.chance(10) {
+			// InitProducerId after a restart (or a producer reset):
+			// one more epoch bump.
+			s.epochs[w.pid]++
+			w.reinit = false
+		}
+		t := &simTxn{id: len(s.txns), worker: w.id, pid: w.pid, epoch: s.epochs[w.pid], open: true}
 		s.txns = append(s.txns, t)
 		w.txn, w.toClaim, w.claimed, w.waits = t, nil, nil, 0
 		for _, h := range w.todo {
@@ -636,8 +683,8 @@ func (s *sim) workerStep(w *simWorker) {
 		lp := s.lpOf(g.sp)
 		k := s.key(g.sp)
 		c := &Claim{Gen: simGen, Topic: k.Topic, TopicID: k.TopicID, Partition: k.Partition,
-			Ranges: Ranges(g.offsets), TxnID: fmt.Sprintf("w%d", w.id), ProducerID: w.pid}
-		s.logs[lp] = append(s.logs[lp], ledgerEntry{claim: c, pid: w.pid, txn: t.id})
+			Ranges: Ranges(g.offsets), TxnID: fmt.Sprintf("w%d", w.id), ProducerID: w.pid, Epoch: t.epoch}
+		s.logs[lp] = append(s.logs[lp], ledgerEntry{claim: c, pid: w.pid, epoch: t.epoch, txn: t.id})
 		g.pos = Pos{lp, int64(len(s.logs[lp]) - 1)}
 		w.claimed = append(w.claimed, g)
 		if !slices.Contains(t.lps, lp) {
@@ -693,13 +740,13 @@ func (s *sim) workerStep(w *simWorker) {
 		if wait {
 			s.count("check: wait")
 			w.waits++
-			if w.waits >= 12 || s.chance(8) { // ClaimWait ran out: abort, always safe
+			if w.waits >= 12 || s.chance(8) { // ClaimWait ran out: abort and release, always safe
 				s.count("check: wait timed out")
 				s.tracef("worker %d: wait timed out, aborting txn %d", w.id, w.txn.id)
 				if w.txn.open {
 					s.endTxn(w.txn, false)
 				}
-				s.redo(w)
+				s.giveUp(w)
 			}
 			return
 		}
@@ -737,6 +784,12 @@ func (s *sim) workerStep(w *simWorker) {
 
 	case phResolve: // never guess: wait for the claim's fate
 		t := w.txn
+		if s.chance(10) { // the worker's patience ran out: release, never accept
+			s.count("resolve gave up")
+			s.tracef("worker %d: outcome of txn %d not known in time; releasing", w.id, t.id)
+			s.giveUp(w)
+			return
+		}
 		switch x.Fate(w.claimed[0].pos) {
 		case FateCommitted:
 			if !t.committed {
@@ -782,6 +835,99 @@ func (s *sim) redo(w *simWorker) {
 	}
 }
 
+// giveUp ends w's batch the way a worker does when it cannot tell or
+// cannot reach the outcome in time: every record it still holds is
+// released (never accepted), the transaction forgotten.
+func (s *sim) giveUp(w *simWorker) {
+	for _, h := range w.todo {
+		if b := &s.broker[h.rec]; b.state == recAcquired && b.owner == w.id && b.acq == h.acq {
+			s.release(h.rec)
+		}
+	}
+	for _, g := range w.claimed {
+		s.readers[w.inst].Forget(g.pos)
+	}
+	w.todo, w.txn, w.toClaim, w.claimed = nil, nil, nil, nil
+	w.phase = phIdle
+}
+
+// tracked returns the positions of the claims x still tracks, in order.
+func tracked(x *Index) []Pos {
+	out := make([]Pos, 0, len(x.byPos))
+	for pos := range x.byPos {
+		out = append(out, pos)
+	}
+	slices.SortFunc(out, func(a, b Pos) int {
+		if posLess(a, b) {
+			return -1
+		}
+		if a == b {
+			return 0
+		}
+		return 1
+	})
+	return out
+}
+
+// resolver is the relay's resolver: it settles a claim a reader still
+// tracks whose transaction has ended (orphaned, or pending with its marker
+// lost) by appending a resolution record, from the transaction's outcome —
+// which the relay reads off the outputs. A transaction whose outcome left
+// no trace stays unsettled.
+func (s *sim) resolver() {
+	if s.p.shortcut == shortcutLegacyNextMarker {
+		return
+	}
+	x := s.readers[s.pick(len(s.readers))]
+	cands := tracked(x)
+	if len(cands) == 0 {
+		return
+	}
+	s.settle(x, cands[s.pick(len(cands))])
+}
+
+func (s *sim) settle(x *Index, pos Pos) bool {
+	t := s.txns[s.logs[pos.Partition][pos.Offset].txn]
+	if !t.ended || t.noEvidence {
+		return false
+	}
+	info, _ := x.Claim(pos)
+	sib := x.Siblings(pos)
+	s.logs[pos.Partition] = append(s.logs[pos.Partition], ledgerEntry{resolve: sib, commit: t.committed, txn: t.id})
+	s.count("resolution written")
+	if info.Orphan {
+		s.count("orphan settled")
+	}
+	s.tracef("resolver: txn %d settled (committed %v) for claims %v", t.id, t.committed, sib)
+	return true
+}
+
+// resolveAll settles every claim that can be settled, for the drain.
+func (s *sim) resolveAll() {
+	if s.p.shortcut == shortcutLegacyNextMarker {
+		return
+	}
+	for _, x := range s.readers {
+		for _, pos := range tracked(x) {
+			if _, ok := x.Claim(pos); ok && s.settle(x, pos) {
+				s.catchUpAll()
+			}
+		}
+	}
+}
+
+// unsettled reports whether reader x still tracks a claim covering r.
+func (s *sim) unsettled(x *Index, r int) bool {
+	sp, off := s.recOf(r)
+	for _, pos := range tracked(x) {
+		info, _ := x.Claim(pos)
+		if info.Key == s.key(sp) && overlaps(info.Ranges, off) {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *sim) heldNames(hs []heldRec) []string {
 	out := make([]string, len(hs))
 	for i, h := range hs {
@@ -817,11 +963,11 @@ func (s *sim) check(w *simWorker, x *Index) (conflicts []int, wait bool, err err
 		first[h.rec] = h.deliveries == 1
 	}
 	for _, g := range w.claimed {
-		c, wt, err := x.Check(g.pos, s.key(g.sp), g.offsets)
+		c, blockers, err := x.Check(g.pos, s.key(g.sp), g.offsets)
 		if err != nil {
 			return nil, false, err
 		}
-		wait = wait || wt
+		wait = wait || len(blockers) > 0
 		for i, conflict := range c {
 			if conflict && !(s.p.shortcut == shortcutFirstDelivery && first[g.recs[i]]) {
 				conflicts = append(conflicts, g.recs[i])
@@ -834,7 +980,7 @@ func (s *sim) check(w *simWorker, x *Index) (conflicts []int, wait bool, err err
 // withoutOwnClaims is shortcut (a): the index x would be if it skipped the
 // earlier claims of w's producer id (those of w's earlier transactions).
 func (s *sim) withoutOwnClaims(w *simWorker, x *Index) *Index {
-	y := NewIndex(simGen)
+	y := NewIndex(simGen, MarkersAtNextEpoch)
 	for lp := range int32(s.p.ledgerParts) {
 		for o := range x.Next(lp) {
 			e := s.logs[lp][o]
@@ -897,6 +1043,7 @@ func (s *sim) drainAll() {
 			}
 		}
 		s.catchUpAll()
+		s.resolveAll()
 		for _, w := range s.workers {
 			s.runToIdle(w)
 			if s.v != nil {
@@ -914,6 +1061,8 @@ func (s *sim) drainAll() {
 				avail = avail || b.state == recAvailable
 			}
 			if !avail {
+				s.catchUpAll()
+				s.resolveAll()
 				return
 			}
 			if i > 10*len(s.broker) {
@@ -941,8 +1090,10 @@ func (s *sim) checkFinal() {
 		}
 	}
 	for i, x := range s.readers {
-		if st := x.Stats(); st.Pending != 0 {
-			s.fail("final-pending", "reader %d has %d pending claims after every transaction ended", i, st.Pending)
+		for _, pos := range tracked(x) {
+			if t := s.txns[s.logs[pos.Partition][pos.Offset].txn]; !t.noEvidence {
+				s.fail("final-pending", "reader %d still tracks the claim at %v of txn %d after every transaction ended", i, pos, t.id)
+			}
 		}
 	}
 	for r, b := range s.broker {
@@ -952,7 +1103,7 @@ func (s *sim) checkFinal() {
 			s.fail("final-lost", "record %s: broker %v, committed %d times; want accepted and committed once", s.recName(r), b.state, n)
 		}
 		for i, x := range s.readers {
-			if x.Committed(s.key(sp), off) != (n == 1) {
+			if x.Committed(s.key(sp), off) != (n == 1) && !s.unsettled(x, r) {
 				s.fail("final-index", "reader %d: Committed(%s) = %v, committed %d times", i, s.recName(r), !(n == 1), n)
 			}
 		}
@@ -963,14 +1114,17 @@ func (s *sim) checkFinal() {
 			s.fail("final-ack", "record %s was accepted but never committed", s.recName(r))
 		}
 		for i, x := range s.readers {
+			if s.unsettled(x, r) {
+				continue // blocked by a claim whose outcome left no trace
+			}
 			// A probe claim on a copy of the reader: it must pass.
-			y := Restore(x.Snapshot())
+			y := Restore(x.Snapshot(), MarkersAtNextEpoch)
 			lp := s.lpOf(sp)
 			pos := Pos{lp, y.Next(lp)}
 			y.ApplyClaim(pos, &Claim{Gen: simGen, Topic: s.key(sp).Topic, TopicID: s.key(sp).TopicID, Partition: sp,
 				Ranges: []Range{{off, off}}, ProducerID: 99999})
 			c, wait, err := y.Check(pos, s.key(sp), []int64{off})
-			if err != nil || wait || c[0] {
+			if err != nil || len(wait) > 0 || c[0] {
 				s.fail("final-probe", "reader %d: a new claim of never-committed %s gets conflict %v wait %v err %v", i, s.recName(r), c, wait, err)
 			}
 		}
@@ -1013,6 +1167,25 @@ func TestProtocolModelCatchesShortcuts(t *testing.T) {
 			t.Fatalf("seed %d, %+v: %v", seed, p, v)
 		}
 	})
+	// The rule before issue 11 on the same model: once the broker loses a
+	// marker in the ledger, crediting a claim with its producer's next
+	// marker both loses records (a claim credited with a later commit:
+	// the index says committed, nothing was output, the record is
+	// accepted) and duplicates them (a committed claim credited with a
+	// later abort).
+	for _, kind := range []string{"unsound-committed", "duplicate"} {
+		t.Run("the next-marker rule with lost markers causes "+kind, func(t *testing.T) {
+			t.Parallel()
+			v, seed, p := hunt(shortcutLegacyNextMarker, seeds, kind)
+			if v == nil {
+				t.Fatalf("no %s within %d seeds: the model does not catch the lost-marker case", kind, seeds)
+			}
+			if !p.loseMarkers {
+				t.Fatalf("seed %d found %s without lost markers: %v", seed, kind, v)
+			}
+			t.Logf("seed %d, %+v:\n%v", seed, p, v)
+		})
+	}
 	for _, sc := range []shortcut{shortcutOwnProducer, shortcutSnapshotWithoutPending, shortcutFirstDelivery} {
 		t.Run("shortcut "+sc.String()+" causes a duplicate", func(t *testing.T) {
 			t.Parallel()
@@ -1065,6 +1238,10 @@ func TestProtocolModelCoverage(t *testing.T) {
 		"ack failed: lock lost",
 		"worker crash between commit and ack",
 		"broker restart",
+		"marker lost in the ledger",
+		"resolution written",
+		"orphan settled",
+		"resolve gave up",
 	} {
 		if total[want] == 0 {
 			t.Errorf("never happened in 500 runs: %s", want)

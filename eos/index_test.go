@@ -5,25 +5,34 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 )
 
 // testLedger is a ledger topic in memory: per ledger partition, an
 // append-only log of claims and transaction markers. Indexes read it with
 // catchUp, in ledger order, from their own position (Index.Next).
+//
+// It keeps each producer's epoch the way Kafka's coordinator does under
+// transaction.version 2: a transaction's records carry the current epoch
+// E, its markers E+1, and the next transaction starts at E+1.
 type testLedger struct {
-	gen  int64
-	logs map[int32][]testEntry
+	gen    int64
+	logs   map[int32][]testEntry
+	epochs map[int64]int16
+	open   map[int64]bool // the producer has a transaction open
 }
 
 type testEntry struct {
-	claim  *Claim // nil: a transaction marker
-	pid    int64
-	commit bool
+	claim      *Claim      // a claim, or
+	resolution *Resolution // a resolution, or else a transaction marker
+	pid        int64
+	epoch      int16
+	commit     bool
 }
 
 func newTestLedger(gen int64) *testLedger {
-	return &testLedger{gen: gen, logs: map[int32][]testEntry{}}
+	return &testLedger{gen: gen, logs: map[int32][]testEntry{}, epochs: map[int64]int16{}, open: map[int64]bool{}}
 }
 
 // claim appends a claim of producer pid for offsets of k to ledger
@@ -33,20 +42,49 @@ func (l *testLedger) claim(lp int32, k PartKey, pid int64, offsets ...int64) Pos
 }
 
 func (l *testLedger) claimGen(lp int32, gen int64, k PartKey, pid int64, offsets ...int64) Pos {
+	l.open[pid] = true
+	e := l.epochs[pid]
 	c := &Claim{
 		Gen: gen, Topic: k.Topic, TopicID: k.TopicID, Partition: k.Partition,
-		Ranges: Ranges(offsets), TxnID: fmt.Sprintf("txn-%d", pid), ProducerID: pid,
+		Ranges: Ranges(offsets), TxnID: fmt.Sprintf("txn-%d", pid), ProducerID: pid, Epoch: e,
 	}
-	l.logs[lp] = append(l.logs[lp], testEntry{claim: c, pid: pid})
+	l.logs[lp] = append(l.logs[lp], testEntry{claim: c, pid: pid, epoch: e})
 	return Pos{lp, int64(len(l.logs[lp]) - 1)}
 }
 
-// commit and abort append pid's transaction marker to lp.
+// commit and abort write the marker of pid's transaction to lp, at the
+// bumped epoch: the first marker ends the transaction and the producer
+// moves to that epoch; the same transaction's markers in other ledger
+// partitions carry the same epoch.
 func (l *testLedger) commit(lp int32, pid int64) Pos { return l.marker(lp, pid, true) }
 func (l *testLedger) abort(lp int32, pid int64) Pos  { return l.marker(lp, pid, false) }
 
 func (l *testLedger) marker(lp int32, pid int64, commit bool) Pos {
-	l.logs[lp] = append(l.logs[lp], testEntry{pid: pid, commit: commit})
+	l.end(pid)
+	l.logs[lp] = append(l.logs[lp], testEntry{pid: pid, epoch: l.epochs[pid], commit: commit})
+	return Pos{lp, int64(len(l.logs[lp]) - 1)}
+}
+
+func (l *testLedger) end(pid int64) {
+	if l.open[pid] {
+		l.open[pid] = false
+		l.epochs[pid]++
+	}
+}
+
+// lose ends pid's transaction without writing its marker to the ledger:
+// the broker dropped it.
+func (l *testLedger) lose(pid int64) { l.end(pid) }
+
+// markerAt appends a marker of pid at an explicit epoch.
+func (l *testLedger) markerAt(lp int32, pid int64, epoch int16, commit bool) Pos {
+	l.logs[lp] = append(l.logs[lp], testEntry{pid: pid, epoch: epoch, commit: commit})
+	return Pos{lp, int64(len(l.logs[lp]) - 1)}
+}
+
+// resolve appends a resolution record for the claims at positions.
+func (l *testLedger) resolve(lp int32, commit bool, positions ...Pos) Pos {
+	l.logs[lp] = append(l.logs[lp], testEntry{resolution: &Resolution{Claims: positions, Commit: commit}})
 	return Pos{lp, int64(len(l.logs[lp]) - 1)}
 }
 
@@ -60,12 +98,18 @@ func (l *testLedger) catchUp(x *Index) {
 }
 
 func applyEntry(x *Index, pos Pos, e testEntry) {
-	if e.claim != nil {
+	switch {
+	case e.claim != nil:
 		x.ApplyClaim(pos, e.claim)
-	} else {
-		x.ApplyMarker(pos, e.pid, e.commit)
+	case e.resolution != nil:
+		x.ApplyResolution(pos, e.resolution.Claims, e.resolution.Commit)
+	default:
+		x.ApplyMarker(pos, e.pid, e.epoch, e.commit)
 	}
 }
+
+// newIndex returns an empty index with Kafka's marker convention.
+func newIndex(gen int64) *Index { return NewIndex(gen, MarkersAtNextEpoch) }
 
 var (
 	orders0 = PartKey{TopicID: [16]byte{0xA}, Topic: "orders", Partition: 0}
@@ -81,11 +125,11 @@ const (
 // mustCheck runs Check and fails the test on an error.
 func mustCheck(t *testing.T, x *Index, pos Pos, k PartKey, offsets ...int64) (conflict []bool, wait bool) {
 	t.Helper()
-	conflict, wait, err := x.Check(pos, k, offsets)
+	conflict, blockers, err := x.Check(pos, k, offsets)
 	if err != nil {
 		t.Fatalf("Check(%v, %v, %v): %v", pos, k.Topic, offsets, err)
 	}
-	return conflict, wait
+	return conflict, len(blockers) > 0
 }
 
 func wantCheck(t *testing.T, x *Index, pos Pos, k PartKey, offsets []int64, wantConflict []bool, wantWait bool) {
@@ -112,14 +156,14 @@ func roundTrip(t *testing.T, s *Snapshot) *Snapshot {
 
 func TestIndexConflictRule(t *testing.T) {
 	t.Run("a claim with no earlier claims passes", func(t *testing.T) {
-		l, x := newTestLedger(1), NewIndex(1)
+		l, x := newTestLedger(1), newIndex(1)
 		c := l.claim(0, orders0, pidW1, 4, 5, 6)
 		l.catchUp(x)
 		wantCheck(t, x, c, orders0, []int64{4, 5, 6}, []bool{false, false, false}, false)
 	})
 
 	t.Run("an offset an earlier transaction committed conflicts and only that offset", func(t *testing.T) {
-		l, x := newTestLedger(1), NewIndex(1)
+		l, x := newTestLedger(1), newIndex(1)
 		l.claim(0, orders0, pidW1, 5)
 		l.commit(0, pidW1)
 		c := l.claim(0, orders0, pidW2, 4, 5, 6)
@@ -131,7 +175,7 @@ func TestIndexConflictRule(t *testing.T) {
 	})
 
 	t.Run("an offset an earlier transaction aborted does not conflict", func(t *testing.T) {
-		l, x := newTestLedger(1), NewIndex(1)
+		l, x := newTestLedger(1), newIndex(1)
 		l.claim(0, orders0, pidW1, 5)
 		l.abort(0, pidW1)
 		c := l.claim(0, orders0, pidW2, 5)
@@ -145,7 +189,7 @@ func TestIndexConflictRule(t *testing.T) {
 	t.Run("an earlier pending claim of the same offset makes the check wait until its marker", func(t *testing.T) {
 		for _, commit := range []bool{true, false} {
 			t.Run(fmt.Sprintf("commit=%v", commit), func(t *testing.T) {
-				l, x := newTestLedger(1), NewIndex(1)
+				l, x := newTestLedger(1), newIndex(1)
 				l.claim(0, orders0, pidW1, 5, 6)
 				c := l.claim(0, orders0, pidW2, 4, 5)
 				l.catchUp(x)
@@ -158,7 +202,7 @@ func TestIndexConflictRule(t *testing.T) {
 	})
 
 	t.Run("an earlier pending claim of other offsets does not make the check wait", func(t *testing.T) {
-		l, x := newTestLedger(1), NewIndex(1)
+		l, x := newTestLedger(1), newIndex(1)
 		l.claim(0, orders0, pidW1, 1, 2, 3)
 		c := l.claim(0, orders0, pidW2, 4, 5)
 		l.catchUp(x)
@@ -166,7 +210,7 @@ func TestIndexConflictRule(t *testing.T) {
 	})
 
 	t.Run("a later pending claim of the same offset is ignored", func(t *testing.T) {
-		l, x := newTestLedger(1), NewIndex(1)
+		l, x := newTestLedger(1), newIndex(1)
 		c := l.claim(0, orders0, pidW1, 5)
 		later := l.claim(0, orders0, pidW2, 5)
 		l.catchUp(x)
@@ -175,7 +219,7 @@ func TestIndexConflictRule(t *testing.T) {
 	})
 
 	t.Run("claims of another source partition do not interact", func(t *testing.T) {
-		l, x := newTestLedger(1), NewIndex(1)
+		l, x := newTestLedger(1), newIndex(1)
 		l.claim(0, orders1, pidW1, 5)
 		l.claim(0, orders1, pidW3, 6)
 		l.commit(0, pidW3)
@@ -188,7 +232,7 @@ func TestIndexConflictRule(t *testing.T) {
 	})
 
 	t.Run("a committed offset conflicts even while an earlier claim of it is pending", func(t *testing.T) {
-		l, x := newTestLedger(1), NewIndex(1)
+		l, x := newTestLedger(1), newIndex(1)
 		l.claim(0, orders0, pidW1, 5)
 		l.commit(0, pidW1)
 		l.claim(0, orders0, pidW2, 5) // stalled: pending, will conflict too
@@ -201,7 +245,7 @@ func TestIndexConflictRule(t *testing.T) {
 	})
 
 	t.Run("check before the claim is applied says wait", func(t *testing.T) {
-		l, x := newTestLedger(1), NewIndex(1)
+		l, x := newTestLedger(1), newIndex(1)
 		l.claim(0, orders0, pidW1, 5)
 		l.commit(0, pidW1)
 		c := l.claim(0, orders0, pidW2, 5)
@@ -210,13 +254,13 @@ func TestIndexConflictRule(t *testing.T) {
 			t.Fatal("Applied before the reader read the claim")
 		}
 		conflict, wait, err := x.Check(c, orders0, []int64{5})
-		if err != nil || !wait || conflict != nil {
-			t.Fatalf("Check before Applied = %v, %v, %v; want nil, true, nil", conflict, wait, err)
+		if err != nil || len(wait) == 0 || conflict != nil {
+			t.Fatalf("Check before Applied = %v, %v, %v; want nil, blocked, nil", conflict, wait, err)
 		}
 		// Still lagging: it read the commit but not our claim.
 		applyEntry(x, Pos{0, 0}, l.logs[0][0])
 		applyEntry(x, Pos{0, 1}, l.logs[0][1])
-		if _, wait, err := x.Check(c, orders0, []int64{5}); !wait || err != nil {
+		if _, wait, err := x.Check(c, orders0, []int64{5}); len(wait) == 0 || err != nil {
 			t.Fatalf("Check one record before the claim: wait %v err %v, want wait", wait, err)
 		}
 		l.catchUp(x)
@@ -229,13 +273,13 @@ func TestIndexConflictRule(t *testing.T) {
 	t.Run("check of a claim whose transaction already ended returns ErrClaimNotPending", func(t *testing.T) {
 		for _, commit := range []bool{true, false} {
 			t.Run(fmt.Sprintf("commit=%v", commit), func(t *testing.T) {
-				l, x := newTestLedger(1), NewIndex(1)
+				l, x := newTestLedger(1), newIndex(1)
 				c := l.claim(0, orders0, pidW1, 5)
 				// e.g. the coordinator aborted the stalled transaction on timeout.
 				l.marker(0, pidW1, commit)
 				l.catchUp(x)
 				conflict, wait, err := x.Check(c, orders0, []int64{5})
-				if !errors.Is(err, ErrClaimNotPending) || wait || conflict != nil {
+				if !errors.Is(err, ErrClaimNotPending) || len(wait) > 0 || conflict != nil {
 					t.Fatalf("Check = %v, %v, %v; want ErrClaimNotPending", conflict, wait, err)
 				}
 			})
@@ -243,7 +287,7 @@ func TestIndexConflictRule(t *testing.T) {
 	})
 
 	t.Run("claims of another generation are ignored", func(t *testing.T) {
-		l, x := newTestLedger(2), NewIndex(2)
+		l, x := newTestLedger(2), newIndex(2)
 		old := l.claimGen(0, 1, orders0, pidW1, 5)
 		l.commit(0, pidW1)
 		l.claimGen(0, 1, orders0, pidW3, 6) // pending forever in generation 1
@@ -266,7 +310,7 @@ func TestIndexConflictRule(t *testing.T) {
 
 	t.Run("a recreated topic does not match the old topic's claims", func(t *testing.T) {
 		recreated := PartKey{TopicID: [16]byte{0xB}, Topic: orders0.Topic, Partition: orders0.Partition}
-		l, x := newTestLedger(1), NewIndex(1)
+		l, x := newTestLedger(1), newIndex(1)
 		l.claim(0, orders0, pidW1, 5)
 		l.commit(0, pidW1)
 		l.claim(0, orders0, pidW3, 6) // pending on the deleted topic
@@ -282,7 +326,7 @@ func TestIndexConflictRule(t *testing.T) {
 	})
 
 	t.Run("a marker resolves only its producer's claims in its own ledger partition", func(t *testing.T) {
-		l, x := newTestLedger(1), NewIndex(1)
+		l, x := newTestLedger(1), newIndex(1)
 		a := l.claim(0, orders0, pidW1, 5)
 		b := l.claim(1, orders1, pidW1, 5)
 		other := l.claim(0, orders0, pidW2, 7)
@@ -306,7 +350,7 @@ func TestIndexConflictRule(t *testing.T) {
 	t.Run("a watched claim reports its fate", func(t *testing.T) {
 		for _, commit := range []bool{true, false} {
 			t.Run(fmt.Sprintf("commit=%v", commit), func(t *testing.T) {
-				l, x := newTestLedger(1), NewIndex(1)
+				l, x := newTestLedger(1), newIndex(1)
 				c := l.claim(0, orders0, pidW1, 5)
 				l.catchUp(x)
 				x.Watch(c)
@@ -331,7 +375,7 @@ func TestIndexConflictRule(t *testing.T) {
 	})
 
 	t.Run("a claim of several ranges commits all of them and conflicts on each", func(t *testing.T) {
-		l, x := newTestLedger(1), NewIndex(1)
+		l, x := newTestLedger(1), newIndex(1)
 		l.claim(0, orders0, pidW1, 1, 2, 3, 7, 9, 10)
 		l.commit(0, pidW1)
 		c := l.claim(0, orders0, pidW2, 0, 3, 4, 8, 9, 11)
@@ -343,7 +387,7 @@ func TestIndexConflictRule(t *testing.T) {
 	})
 
 	t.Run("Advance over other records makes later claims applied", func(t *testing.T) {
-		x := NewIndex(1)
+		x := newIndex(1)
 		x.Advance(0, 10)
 		x.Advance(0, 3) // never moves back
 		if !x.Applied(Pos{0, 9}) || x.Applied(Pos{0, 10}) || x.Next(0) != 10 || x.Applied(Pos{1, 0}) {
@@ -365,7 +409,7 @@ func TestIndexRegressions(t *testing.T) {
 	// conflict, commits and writes offset 5's outputs a second time.
 	t.Run("an earlier claim by the same producer id still counts", func(t *testing.T) {
 		t.Run("committed", func(t *testing.T) {
-			l, x := newTestLedger(1), NewIndex(1)
+			l, x := newTestLedger(1), newIndex(1)
 			l.claim(0, orders0, pidW1, 5) // txn1
 			l.commit(0, pidW1)
 			// W1 crashes before the acknowledgement; its reader lagged,
@@ -384,7 +428,7 @@ func TestIndexRegressions(t *testing.T) {
 			// must wait for the first's marker, not skip it as "mine" —
 			// if the first belongs to a transaction that commits, skipping
 			// it lets the same offset be output again.
-			l, x := newTestLedger(1), NewIndex(1)
+			l, x := newTestLedger(1), newIndex(1)
 			l.claim(0, orders0, pidW1, 5)
 			c := l.claim(0, orders0, pidW1, 5, 6)
 			l.catchUp(x)
@@ -402,7 +446,7 @@ func TestIndexRegressions(t *testing.T) {
 			}
 		})
 		t.Run("another producer's claim after ours is not credited to us", func(t *testing.T) {
-			l, x := newTestLedger(1), NewIndex(1)
+			l, x := newTestLedger(1), newIndex(1)
 			mine := l.claim(0, orders0, pidW1, 5)
 			theirs := l.claim(0, orders0, pidW2, 5)
 			l.commit(0, pidW1)
@@ -422,7 +466,7 @@ func TestIndexRegressions(t *testing.T) {
 	// offset 5. Its acknowledgement will fail, but its outputs commit: with
 	// pruning its Check passes and offset 5 is written twice.
 	t.Run("claims below the share-partition start offset are not forgotten", func(t *testing.T) {
-		l, x := newTestLedger(1), NewIndex(1)
+		l, x := newTestLedger(1), newIndex(1)
 		l.claim(0, orders0, pidW1, 5)
 		l.commit(0, pidW1) // W1 then acknowledges: the start offset passes 5
 		// Lots of later work by several producers.
@@ -436,7 +480,7 @@ func TestIndexRegressions(t *testing.T) {
 			t.Fatal("offset 5 was forgotten after later commits")
 		}
 		// Restarts do not forget it either.
-		x = Restore(roundTrip(t, x.Snapshot()))
+		x = Restore(roundTrip(t, x.Snapshot()), MarkersAtNextEpoch)
 		if !x.Committed(orders0, 5) {
 			t.Fatal("offset 5 was forgotten by a snapshot")
 		}
@@ -456,7 +500,7 @@ func TestIndexRegressions(t *testing.T) {
 	// new and commits its outputs a second time. The index has no delivery
 	// counts: Committed and Check see only the ledger.
 	t.Run("the check does not depend on delivery counts", func(t *testing.T) {
-		l, x := newTestLedger(1), NewIndex(1)
+		l, x := newTestLedger(1), newIndex(1)
 		l.claim(0, orders0, pidW1, 5) // W1: delivery count 1
 		l.commit(0, pidW1)
 		// W1 crashes before acknowledging; the broker restarts and offset 5
@@ -479,7 +523,7 @@ func TestIndexRegressions(t *testing.T) {
 	// the marker, resolves nothing, never marks the offset committed, and
 	// lets another worker's claim of the same offset pass and commit.
 	t.Run("a restart snapshot keeps the claims still pending at its ledger offset", func(t *testing.T) {
-		l, x := newTestLedger(1), NewIndex(1)
+		l, x := newTestLedger(1), newIndex(1)
 		l.claim(0, orders0, pidW3, 1)
 		l.commit(0, pidW3)
 		w1 := l.claim(0, orders0, pidW1, 5)
@@ -495,7 +539,7 @@ func TestIndexRegressions(t *testing.T) {
 		// W1's lock expired before its acknowledgement; W2 gets offset 5.
 		w2 := l.claim(0, orders0, pidW2, 5)
 
-		good := Restore(roundTrip(t, snap))
+		good := Restore(roundTrip(t, snap), MarkersAtNextEpoch)
 		l.catchUp(good)
 		if !good.Committed(orders0, 5) {
 			t.Fatal("the restored index must resolve the pending claim as committed")
@@ -507,7 +551,7 @@ func TestIndexRegressions(t *testing.T) {
 
 		// The broken snapshot: W2's check passes, W2 commits, and offset 5
 		// has the outputs of two committed transactions.
-		bad := Restore(&broken)
+		bad := Restore(&broken, MarkersAtNextEpoch)
 		l.catchUp(bad)
 		if bad.Committed(orders0, 5) {
 			t.Fatal("expected the broken snapshot to lose the commit")
@@ -523,13 +567,13 @@ func TestIndexRegressions(t *testing.T) {
 	})
 
 	t.Run("a restart snapshot keeps a pending claim a later claim waits for", func(t *testing.T) {
-		l, x := newTestLedger(1), NewIndex(1)
+		l, x := newTestLedger(1), newIndex(1)
 		l.claim(0, orders0, pidW1, 5)
 		l.catchUp(x)
 		snap := roundTrip(t, x.Snapshot())
 		w2 := l.claim(0, orders0, pidW2, 5)
 
-		good := Restore(snap)
+		good := Restore(snap, MarkersAtNextEpoch)
 		l.catchUp(good)
 		wantCheck(t, good, w2, orders0, []int64{5}, []bool{false}, true)
 		l.commit(0, pidW1)
@@ -538,7 +582,7 @@ func TestIndexRegressions(t *testing.T) {
 
 		broken := *snap
 		broken.Pending = nil
-		bad := Restore(&broken)
+		bad := Restore(&broken, MarkersAtNextEpoch)
 		l.catchUp(bad)
 		// W1's claim is invisible: W2 neither waits nor conflicts.
 		wantCheck(t, bad, w2, orders0, []int64{5}, []bool{false}, false)
@@ -567,12 +611,12 @@ func committers(l *testLedger, lp int32, k PartKey, o int64) []int64 {
 
 func TestSnapshotRestore(t *testing.T) {
 	t.Run("a restored index keeps the ledger order of pending claims", func(t *testing.T) {
-		l, x := newTestLedger(1), NewIndex(1)
+		l, x := newTestLedger(1), newIndex(1)
 		c1 := l.claim(0, orders0, pidW1, 5)
 		c2 := l.claim(0, orders0, pidW2, 5)
 		c3 := l.claim(0, orders0, pidW3, 5)
 		l.catchUp(x)
-		for _, idx := range []*Index{x, Restore(roundTrip(t, x.Snapshot()))} {
+		for _, idx := range []*Index{x, Restore(roundTrip(t, x.Snapshot()), MarkersAtNextEpoch)} {
 			wantCheck(t, idx, c1, orders0, []int64{5}, []bool{false}, false)
 			wantCheck(t, idx, c2, orders0, []int64{5}, []bool{false}, true)
 			wantCheck(t, idx, c3, orders0, []int64{5}, []bool{false}, true)
@@ -580,7 +624,7 @@ func TestSnapshotRestore(t *testing.T) {
 	})
 
 	t.Run("a restored index answers like the original", func(t *testing.T) {
-		l, x := newTestLedger(1), NewIndex(1)
+		l, x := newTestLedger(1), newIndex(1)
 		l.claim(0, orders0, pidW1, 1, 2, 5)
 		l.claim(1, orders1, pidW1, 3)
 		l.commit(0, pidW1)
@@ -596,7 +640,7 @@ func TestSnapshotRestore(t *testing.T) {
 				t.Fatalf("snapshot pending not in ledger order: %+v", snap.Pending)
 			}
 		}
-		y := Restore(roundTrip(t, snap))
+		y := Restore(roundTrip(t, snap), MarkersAtNextEpoch)
 		if !reflect.DeepEqual(x.Stats(), y.Stats()) {
 			t.Fatalf("Stats: original %+v, restored %+v", x.Stats(), y.Stats())
 		}
@@ -627,6 +671,171 @@ func TestSnapshotRestore(t *testing.T) {
 		// lp 1's marker for W2 is still to come: its claim is pending in both.
 		if x.Stats().Pending != 3 || y.Stats().Pending != 3 {
 			t.Fatalf("pending: original %d, restored %d, want 3", x.Stats().Pending, y.Stats().Pending)
+		}
+	})
+}
+
+// TestIndexNeverCreditsAClaimWithAnotherTransactionsMarker replays the
+// ledger of the 1M-record soak that lost orders[1] 299228–299327 (issue
+// 11): producer 6's claim at epoch 2206 lost its marker (a broker killed
+// while markers were in flight), and the next marker of producer 6 — the
+// COMMIT of its epoch-2208 transaction — was taken as its fate.
+func TestIndexNeverCreditsAClaimWithAnotherTransactionsMarker(t *testing.T) {
+	type rec struct {
+		off    int64
+		pid    int64
+		epoch  int16
+		claim  []int64 // first, last; nil for a marker
+		commit bool
+	}
+	soak := []rec{
+		{37704, 6, 2205, []int64{299128, 299227}, false},
+		{37707, 6, 2206, nil, true}, // the epoch-2205 transaction's COMMIT
+		{37714, 6, 2206, []int64{299228, 299327}, false},
+		// (epoch 2207: no marker here — the transaction ended without one)
+		{37716, 4, 2157, []int64{1, 1}, false}, // producer 4's claim whose marker was lost too
+		{37717, 4, 2159, []int64{299228, 299327}, false},
+		{37727, 3, 2085, []int64{299228, 299327}, false},
+		{37754, 6, 2208, []int64{301028, 301127}, false},
+		{37756, 6, 2209, nil, true}, // the epoch-2208 transaction's COMMIT
+	}
+	build := func(legacy bool) (*Index, map[int64]Pos) {
+		x := newIndex(1)
+		at := map[int64]Pos{}
+		for _, r := range soak {
+			pos := Pos{0, r.off}
+			at[r.off] = pos
+			epoch := r.epoch
+			if r.claim == nil {
+				if legacy {
+					epoch = 1 // "the next marker of its producer id", whatever the epoch
+				}
+				x.ApplyMarker(pos, r.pid, epoch, r.commit)
+				continue
+			}
+			if legacy {
+				epoch = 0
+			}
+			x.Watch(pos)
+			x.ApplyClaim(pos, &Claim{Gen: 1, Topic: orders1.Topic, TopicID: orders1.TopicID, Partition: orders1.Partition,
+				Ranges: []Range{{r.claim[0], r.claim[1]}}, ProducerID: r.pid, Epoch: epoch})
+		}
+		return x, at
+	}
+	lost := []int64{299228, 299300, 299327}
+
+	t.Run("the next-marker rule credits the claim with the later COMMIT (the bug)", func(t *testing.T) {
+		x, at := build(true)
+		if !x.Committed(orders1, 299228) || x.Fate(at[37714]) != FateCommitted {
+			t.Fatal("the emulated old rule no longer reproduces the soak's loss; this test lost its teeth")
+		}
+	})
+
+	x, at := build(false)
+	t.Run("the claim whose marker was lost is orphaned, not committed", func(t *testing.T) {
+		for _, o := range lost {
+			if x.Committed(orders1, o) {
+				t.Fatalf("orders[1]@%d committed on another transaction's marker", o)
+			}
+		}
+		if f := x.Fate(at[37714]); f != FateOrphaned {
+			t.Fatalf("fate of the epoch-2206 claim = %v, want orphaned", f)
+		}
+		if !x.Committed(orders1, 299128) || !x.Committed(orders1, 301028) {
+			t.Fatal("the claims with their own markers (epochs 2205 and 2208) must be committed")
+		}
+		if s := x.Stats(); s.Orphans != 2 {
+			t.Fatalf("Stats = %+v, want 2 orphans (producer 6 epoch 2206, producer 4 epoch 2157)", s)
+		}
+	})
+
+	t.Run("the competing claims wait for it instead of taking the conflict path", func(t *testing.T) {
+		for _, c := range []int64{37717, 37727} {
+			conflict, blockers, err := x.Check(at[c], orders1, lost)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if anyOf(conflict) || !slices.Contains(blockers, at[37714]) {
+				t.Fatalf("Check of the claim at %d = conflict %v blockers %v; want no conflict, blocked by %v", c, conflict, blockers, at[37714])
+			}
+		}
+	})
+
+	t.Run("a resolution settles it and the next claim proceeds", func(t *testing.T) {
+		x.ApplyResolution(Pos{0, 37800}, []Pos{at[37714]}, false)
+		if f := x.Fate(at[37714]); f != FateAborted {
+			t.Fatalf("fate after the resolution = %v, want aborted", f)
+		}
+		wantCheck(t, x, at[37717], orders1, lost, []bool{false, false, false}, false)
+		wantCheck(t, x, at[37727], orders1, lost, []bool{false, false, false}, true) // behind producer 4's, still pending
+	})
+}
+
+func TestIndexMarkerEpochs(t *testing.T) {
+	claimAt := func(x *Index, off int64, pid int64, epoch int16, o int64) Pos {
+		pos := Pos{0, off}
+		x.ApplyClaim(pos, &Claim{Gen: 1, Topic: orders0.Topic, TopicID: orders0.TopicID, Partition: orders0.Partition,
+			Ranges: []Range{{o, o}}, ProducerID: pid, Epoch: epoch})
+		x.Watch(pos)
+		return pos
+	}
+	t.Run("a marker at the claim's own epoch is not its marker under transaction.version 2", func(t *testing.T) {
+		// e.g. kafka-transactions.sh abort of the hanging claim: it
+		// writes the marker at the records' epoch.
+		x := newIndex(1)
+		c := claimAt(x, 0, 7, 40, 5)
+		x.ApplyMarker(Pos{0, 1}, 7, 40, false)
+		if f := x.Fate(c); f != FateUnknown {
+			t.Fatalf("fate = %v, want still pending", f)
+		}
+		x.ApplyMarker(Pos{0, 2}, 7, 41, true)
+		if f := x.Fate(c); f != FateCommitted || !x.Committed(orders0, 5) {
+			t.Fatalf("fate = %v after the epoch-41 COMMIT, want committed", f)
+		}
+	})
+	t.Run("kfake's markers at the records' epoch are accepted when declared", func(t *testing.T) {
+		x := NewIndex(1, MarkersAtSameOrNextEpoch)
+		c := claimAt(x, 0, 7, 40, 5)
+		x.ApplyMarker(Pos{0, 1}, 7, 40, true)
+		if f := x.Fate(c); f != FateCommitted {
+			t.Fatalf("fate = %v, want committed", f)
+		}
+	})
+	t.Run("a marker two epochs later orphans the claim", func(t *testing.T) {
+		x := newIndex(1)
+		c := claimAt(x, 0, 7, 40, 5)
+		x.ApplyMarker(Pos{0, 1}, 7, 42, true)
+		if f := x.Fate(c); f != FateOrphaned || x.Committed(orders0, 5) {
+			t.Fatalf("fate = %v, want orphaned and not committed", f)
+		}
+	})
+	t.Run("an orphan survives a snapshot and still blocks", func(t *testing.T) {
+		x := newIndex(1)
+		c := claimAt(x, 0, 7, 40, 5)
+		claimAt(x, 1, 7, 41, 6) // the next transaction: c's marker was lost
+		other := claimAt(x, 2, 8, 3, 5)
+		y := Restore(roundTrip(t, x.Snapshot()), MarkersAtNextEpoch)
+		if s := y.Stats(); s.Orphans != 1 || s.Pending != 2 {
+			t.Fatalf("restored Stats = %+v, want 1 orphan and 2 pending", s)
+		}
+		wantCheck(t, y, other, orders0, []int64{5}, []bool{false}, true)
+		y.ApplyResolution(Pos{0, 3}, []Pos{c}, true)
+		wantCheck(t, y, other, orders0, []int64{5}, []bool{true}, false)
+	})
+	t.Run("pending claims of a snapshot without epochs are restored as orphans", func(t *testing.T) {
+		x := newIndex(1)
+		c := claimAt(x, 0, 7, 40, 5)
+		old := roundTrip(t, x.Snapshot())
+		old.Format = 0
+		y := Restore(old, MarkersAtNextEpoch)
+		info, ok := y.Claim(c)
+		if !ok || !info.Orphan || info.Epoch != EpochUnknown {
+			t.Fatalf("restored claim = %+v (tracked %v), want an orphan of unknown epoch", info, ok)
+		}
+		// Its marker (whatever epoch) can no longer settle it.
+		y.ApplyMarker(Pos{0, 1}, 7, 41, true)
+		if y.Committed(orders0, 5) {
+			t.Fatal("an epoch-less claim was credited with a marker")
 		}
 	})
 }

@@ -42,6 +42,27 @@ type LedgerConfig struct {
 	// SnapshotEvery is how often the index is snapshotted (default 10s;
 	// negative disables snapshots).
 	SnapshotEvery time.Duration
+	// Markers is the broker's marker epoch convention (default
+	// MarkersAtNextEpoch, Apache Kafka's under transaction.version 2).
+	Markers MarkerEpochs
+	// TransactionTimeout is the producers' transaction timeout: a claim
+	// pending much longer than this lost its marker, and the resolver
+	// settles it (default 10s).
+	TransactionTimeout time.Duration
+	// OutputTopics are where the resolver looks for the outcome of a
+	// claim that names no output topics (claims written before claims
+	// named them).
+	OutputTopics []string
+	// ResolveSlack widens the resolver's look at the outputs around a
+	// claim's time, for clock skew between the writer and the brokers
+	// (default 30s).
+	ResolveSlack time.Duration
+	// ResolveEvery is how often the resolver looks for claims to settle,
+	// and the base of its retry pause (default 1s). ResolveTimeout bounds
+	// one attempt (default 60s).
+	ResolveEvery, ResolveTimeout time.Duration
+	// Instance names this process in the resolution records it writes.
+	Instance string
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -61,6 +82,18 @@ func (c *LedgerConfig) defaults() {
 	}
 	if c.SnapshotEvery == 0 {
 		c.SnapshotEvery = 10 * time.Second
+	}
+	if c.TransactionTimeout <= 0 {
+		c.TransactionTimeout = 10 * time.Second
+	}
+	if c.ResolveSlack <= 0 {
+		c.ResolveSlack = 30 * time.Second
+	}
+	if c.ResolveEvery <= 0 {
+		c.ResolveEvery = time.Second
+	}
+	if c.ResolveTimeout <= 0 {
+		c.ResolveTimeout = 60 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -86,12 +119,17 @@ type Ledger struct {
 	mu      sync.Mutex
 	idx     *Index
 	changed chan struct{} // closed and replaced whenever idx changes
-	readErr error
+	// stale are claims workers waited on too long, for the resolver;
+	// unsettled is how many claims the resolver could not settle yet.
+	stale       map[Pos]bool
+	unsettled   int
+	resolveKick chan struct{}
 
-	reader *kgo.Client
-	snap   *kgo.Client
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	reader   *kgo.Client
+	snap     *kgo.Client
+	resolver *kgo.Client // writes resolution records to chosen partitions
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 
 	// StartupStats describes how the ledger was loaded.
 	StartupStats StartupStats
@@ -110,7 +148,8 @@ type StartupStats struct {
 func OpenLedger(ctx context.Context, cfg LedgerConfig) (*Ledger, error) {
 	cfg.defaults()
 	start := time.Now()
-	l := &Ledger{cfg: cfg, log: cfg.Logger.With("ledger", cfg.Topic), changed: make(chan struct{})}
+	l := &Ledger{cfg: cfg, log: cfg.Logger.With("ledger", cfg.Topic), changed: make(chan struct{}),
+		stale: map[Pos]bool{}, resolveKick: make(chan struct{}, 1)}
 
 	// A short metadata age: the topics may be created just below.
 	admCl, err := kgo.NewClient(append(append([]kgo.Opt{}, cfg.ClientOpts...), kgo.MetadataMinAge(100*time.Millisecond))...)
@@ -131,9 +170,13 @@ func OpenLedger(ctx context.Context, cfg LedgerConfig) (*Ledger, error) {
 		return nil, err
 	}
 	if snap != nil {
-		l.idx = Restore(snap)
+		l.idx = Restore(snap, cfg.Markers)
+		if snap.Format < SnapshotFormat {
+			l.log.Warn("snapshot written by an older relay: its pending claims have no epochs and are settled by the resolver",
+				"format", snap.Format, "pending", len(snap.Pending))
+		}
 	} else {
-		l.idx = NewIndex(cfg.Gen)
+		l.idx = NewIndex(cfg.Gen, cfg.Markers)
 	}
 	starts, err := retryListing(ctx, admCl, func(adm *kadm.Client) (kadm.ListedOffsets, error) {
 		return adm.ListStartOffsets(ctx, cfg.Topic)
@@ -174,10 +217,17 @@ func OpenLedger(ctx context.Context, cfg LedgerConfig) (*Ledger, error) {
 		l.reader.Close()
 		return nil, fmt.Errorf("eos: creating snapshot producer: %w", err)
 	}
+	l.resolver, err = kgo.NewClient(append(append([]kgo.Opt{}, cfg.ClientOpts...), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	if err != nil {
+		l.reader.Close()
+		l.snap.Close()
+		return nil, fmt.Errorf("eos: creating resolution producer: %w", err)
+	}
 	rctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
-	l.wg.Add(1)
+	l.wg.Add(2)
 	go l.read(rctx)
+	go l.resolveLoop(rctx)
 
 	// Catch up to the end seen at start, so Committed is meaningful from
 	// the first batch on.
@@ -201,7 +251,7 @@ func OpenLedger(ctx context.Context, cfg LedgerConfig) (*Ledger, error) {
 	l.StartupStats.Elapsed = time.Since(start)
 	l.log.Info("claim ledger loaded", "generation", cfg.Gen, "snapshot", snap != nil,
 		"replayed", l.StartupStats.RecordsReplayed, "elapsed", l.StartupStats.Elapsed,
-		"source_partitions", st.Partitions, "committed_ranges", st.Ranges, "pending_claims", st.Pending)
+		"source_partitions", st.Partitions, "committed_ranges", st.Ranges, "pending_claims", st.Pending, "orphaned_claims", st.Orphans)
 
 	if cfg.SnapshotEvery > 0 {
 		l.wg.Add(1)
@@ -221,6 +271,9 @@ func (l *Ledger) Close() {
 	}
 	if l.snap != nil {
 		l.snap.Close()
+	}
+	if l.resolver != nil {
+		l.resolver.Close()
 	}
 }
 
@@ -271,28 +324,67 @@ func (l *Ledger) read(ctx context.Context) {
 			l.log.Warn("reading the ledger", "partition", p, "err", err)
 		})
 		l.mu.Lock()
-		fs.EachRecord(func(r *kgo.Record) {
-			pos := Pos{r.Partition, r.Offset}
-			if r.Attrs.IsControl() {
-				commit, ok := parseMarker(r.Key)
-				if !ok {
-					l.idx.Advance(pos.Partition, pos.Offset+1)
-					return
-				}
-				l.idx.ApplyMarker(pos, r.ProducerID, commit)
-				return
+		before := l.idx.Stats().Orphans
+		fs.EachRecord(l.apply)
+		if after := l.idx.Stats().Orphans; after > before {
+			select {
+			case l.resolveKick <- struct{}{}:
+			default:
 			}
-			var c Claim
-			if err := json.Unmarshal(r.Value, &c); err != nil {
-				l.log.Error("skipping a ledger record that is not a claim", "partition", r.Partition, "offset", r.Offset, "err", err)
-				l.idx.Advance(pos.Partition, pos.Offset+1)
-				return
-			}
-			l.idx.ApplyClaim(pos, &c)
-		})
+		}
 		l.broadcast()
 		l.mu.Unlock()
 	}
+}
+
+// apply applies one ledger record to the index; l.mu is held.
+func (l *Ledger) apply(r *kgo.Record) {
+	pos := Pos{r.Partition, r.Offset}
+	if r.Attrs.IsControl() {
+		commit, ok := parseMarker(r.Key)
+		if !ok {
+			l.idx.Advance(pos.Partition, pos.Offset+1)
+			return
+		}
+		l.idx.ApplyMarker(pos, r.ProducerID, r.ProducerEpoch, commit)
+		return
+	}
+	if kind := headerValue(r, HeaderKind); kind == KindResolution {
+		var res Resolution
+		if err := json.Unmarshal(r.Value, &res); err != nil {
+			l.log.Error("skipping an unreadable claim resolution", "partition", r.Partition, "offset", r.Offset, "err", err)
+			l.idx.Advance(pos.Partition, pos.Offset+1)
+			return
+		}
+		l.idx.ApplyResolution(pos, res.Claims, res.Commit)
+		return
+	} else if kind != "" {
+		l.log.Error("skipping a ledger record of an unknown kind", "partition", r.Partition, "offset", r.Offset, "kind", kind)
+		l.idx.Advance(pos.Partition, pos.Offset+1)
+		return
+	}
+	var c Claim
+	if err := json.Unmarshal(r.Value, &c); err != nil || r.ProducerID < 0 {
+		l.log.Error("skipping a ledger record that is not a claim", "partition", r.Partition, "offset", r.Offset, "producer_id", r.ProducerID, "err", err)
+		l.idx.Advance(pos.Partition, pos.Offset+1)
+		return
+	}
+	// The batch's producer id and epoch are the ones its transaction's
+	// markers refer to.
+	c.ProducerID, c.Epoch = r.ProducerID, r.ProducerEpoch
+	if c.At == 0 {
+		c.At = r.Timestamp.UnixMilli()
+	}
+	l.idx.ApplyClaim(pos, &c)
+}
+
+func headerValue(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
 }
 
 // parseMarker decodes a control record key: version int16, type int16

@@ -22,7 +22,7 @@ type kgoTx struct {
 // claim produces g's claims for srcs in t's open transaction and checks
 // them, as the worker does (there with the outputs in the same request).
 func claim(ctx context.Context, g Guard, t kgoTx, srcs []Source) ([]bool, error) {
-	recs, err := g.Claims(ctx, t, srcs)
+	recs, err := g.Claims(ctx, t, srcs, []string{"out"})
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,8 @@ func openTestLedger(t *testing.T, c *kfake.Cluster) *Ledger {
 	l, err := OpenLedger(ctx, LedgerConfig{
 		ClientOpts: []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)},
 		Topic:      "p.ledger", ClaimWait: 3 * time.Second, SnapshotEvery: -1,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Markers: MarkersAtSameOrNextEpoch, // kfake
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -42,12 +42,17 @@ type Options struct {
 	// ClientOpts are added to every Kafka client the relay creates (for
 	// example a dialer for fault injection, or TLS/SASL).
 	ClientOpts []kgo.Opt
-	// NewGuard returns the delivery protocol of worker i; nil chooses by
-	// Pipeline.Delivery.
-	NewGuard func(ctx context.Context, worker int, txnID string) (eos.Guard, error)
+	// WrapGuard, when set, wraps the delivery protocol's Guard of each
+	// worker (for example to time it); the protocol itself is always
+	// the one Pipeline.Delivery chooses.
+	WrapGuard func(eos.Guard) eos.Guard
 	// OnReady is called once the start-up checks passed and every worker
 	// has its clients.
 	OnReady func()
+	// LedgerMarkers is the cluster's transaction marker convention; the
+	// zero value is Apache Kafka's. Only a relay on franz-go's kfake
+	// (tests, the embedded demo) sets eos.MarkersAtSameOrNextEpoch.
+	LedgerMarkers eos.MarkerEpochs
 }
 
 // Relay runs one pipeline in this process.
@@ -125,15 +130,19 @@ func (r *Relay) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.p.Delivery == config.ExactlyOnce && r.opts.NewGuard == nil {
+	if r.p.Delivery == config.ExactlyOnce {
 		r.ledger, err = eos.OpenLedger(ctx, eos.LedgerConfig{
 			ClientOpts: r.clientOpts(),
 			Topic:      r.p.Ledger.Topic,
 			Gen:        int64(r.p.Ledger.Generation),
 			// Longer than the transaction timeout: a crashed writer's
 			// claim is aborted by its coordinator before we give up.
-			ClaimWait: r.p.Output.TransactionTimeout + 5*time.Second,
-			Logger:    r.log,
+			ClaimWait:          r.p.Output.TransactionTimeout + 5*time.Second,
+			TransactionTimeout: r.p.Output.TransactionTimeout,
+			OutputTopics:       r.p.OutputTopics(),
+			Markers:            r.opts.LedgerMarkers,
+			Instance:           r.opts.Instance,
+			Logger:             r.log,
 		})
 		if err != nil {
 			return fmt.Errorf("relay: opening the claim ledger: %w", err)
@@ -213,16 +222,7 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 
-	names := append([]string{}, r.p.Source.Topics...)
-	names = append(names, r.p.Output.Topic, r.p.DeadLetter.Topic)
-	for _, s := range r.p.Transforms {
-		for _, t := range s.Routes {
-			names = append(names, t)
-		}
-		if s.Default != "" {
-			names = append(names, s.Default)
-		}
-	}
+	names := append(append([]string{}, r.p.Source.Topics...), r.p.OutputTopics()...)
 	td, err := checkTopics(ctx, adm, dedupe(names))
 	if err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
@@ -323,14 +323,13 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		return err
 	}
 
-	newGuard := r.opts.NewGuard
-	if newGuard == nil {
-		newGuard = r.defaultGuard
-	}
-	guard, err := newGuard(ctx, i, txnID)
+	guard, err := r.newGuard(txnID)
 	if err != nil {
 		ready()
 		return fmt.Errorf("relay: worker %d: %w", i, err)
+	}
+	if r.opts.WrapGuard != nil {
+		guard = r.opts.WrapGuard(guard)
 	}
 	defer guard.Close()
 
@@ -399,7 +398,8 @@ func (r *Relay) renewEvery() time.Duration {
 	return time.Duration(r.limits.LockDurationMs) * time.Millisecond / 3
 }
 
-func (r *Relay) defaultGuard(_ context.Context, _ int, txnID string) (eos.Guard, error) {
+// newGuard returns the delivery protocol of the worker with txnID.
+func (r *Relay) newGuard(txnID string) (eos.Guard, error) {
 	switch r.p.Delivery {
 	case config.AtLeastOnce:
 		return eos.AtLeastOnce{}, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -333,6 +334,7 @@ func (w *worker) transact(ctx context.Context, b *batch, plans []plan, srcs []eo
 		return fail("begin", err)
 	}
 	var recs []*kgo.Record
+	var topics []string
 	hasDLQ := false
 	for _, i := range pending {
 		for _, r := range plans[i].outs {
@@ -340,6 +342,9 @@ func (w *worker) transact(ctx context.Context, b *batch, plans []plan, srcs []eo
 			// again; franz-go keeps the first attempt's (cancelled)
 			// context on a record, which would fail the retry at once.
 			r.Context = nil
+			if !slices.Contains(topics, r.Topic) {
+				topics = append(topics, r.Topic)
+			}
 		}
 		recs = append(recs, plans[i].outs...)
 		hasDLQ = hasDLQ || plans[i].deadLetter
@@ -349,7 +354,7 @@ func (w *worker) transact(ctx context.Context, b *batch, plans []plan, srcs []eo
 		claimSrcs[j] = srcs[i]
 	}
 	// The claims go in the same produce request as the outputs.
-	claims, err := w.guard.Claims(tctx, w.prod, claimSrcs)
+	claims, err := w.guard.Claims(tctx, w.prod, claimSrcs, topics)
 	if err != nil {
 		return fail("claim", err)
 	}

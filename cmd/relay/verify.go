@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/transform"
 )
 
 // cmdVerify audits a pipeline after the fact: every source record must be
@@ -62,24 +64,13 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 // with the group's isolation level), every topic a route may write to, the
 // dead-letter topic and the share group.
 func VerifyConfigFor(p *config.Pipeline) audit.VerifyConfig {
-	outputs := []string{p.Output.Topic}
-	seen := map[string]bool{p.Output.Topic: true}
-	filters := false
-	for _, s := range p.Transforms {
-		if s.Type == "filter" {
-			filters = true
+	var outputs []string
+	for _, t := range p.OutputTopics() {
+		if t != p.DeadLetter.Topic {
+			outputs = append(outputs, t)
 		}
-		add := func(t string) {
-			if t != "" && !seen[t] {
-				seen[t] = true
-				outputs = append(outputs, t)
-			}
-		}
-		for _, t := range s.Routes {
-			add(t)
-		}
-		add(s.Default)
 	}
+	filters := slices.ContainsFunc(p.Transforms, func(s transform.Spec) bool { return s.Type == "filter" })
 	return audit.VerifyConfig{
 		ClientOpts:      []kgo.Opt{kgo.SeedBrokers(p.Brokers...)},
 		Sources:         p.Source.Topics,

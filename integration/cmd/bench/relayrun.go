@@ -58,10 +58,9 @@ func (b *bench) runRelay(ctx context.Context, t trial, tr *tracker, tc *traceCol
 }
 
 // newRelay creates the relay of pipeline p. With tracing it wraps the
-// delivery Guard to time the claim; for exactly-once that means opening
-// the ledger here, the way relay.Run would. close releases what newRelay
-// opened; call it after Run returned.
-func (b *bench) newRelay(ctx context.Context, p *config.Pipeline, tc *traceCollector, onReady func()) (*relay.Relay, func(), error) {
+// delivery Guard to time the claim. close releases what newRelay opened;
+// call it after Run returned.
+func (b *bench) newRelay(_ context.Context, p *config.Pipeline, tc *traceCollector, onReady func()) (*relay.Relay, func(), error) {
 	opts := relay.Options{
 		Pipeline:   p,
 		Instance:   relayInstance,
@@ -70,36 +69,14 @@ func (b *bench) newRelay(ctx context.Context, p *config.Pipeline, tc *traceColle
 		ClientOpts: []kgo.Opt{tc.hooks()},
 		OnReady:    onReady,
 	}
-	closeFn := func() {}
 	if tc.enabled {
-		var inner func(txnID string) eos.Guard
-		switch p.Delivery {
-		case config.AtLeastOnce:
-			inner = func(string) eos.Guard { return eos.AtLeastOnce{} }
-		case config.ExactlyOnce:
-			// The relay's own settings (relay.Run).
-			l, err := eos.OpenLedger(ctx, eos.LedgerConfig{
-				ClientOpts: b.clientOpts(tc.hooks()),
-				Topic:      p.Ledger.Topic,
-				Gen:        int64(p.Ledger.Generation),
-				ClaimWait:  p.Output.TransactionTimeout + 5*time.Second,
-				Logger:     b.relayLog,
-			})
-			if err != nil {
-				return nil, nil, fmt.Errorf("opening the claim ledger: %w", err)
-			}
-			inner, closeFn = l.Guard, l.Close
-		}
-		opts.NewGuard = func(_ context.Context, _ int, txnID string) (eos.Guard, error) {
-			return &timedGuard{Guard: inner(txnID), tc: tc}, nil
-		}
+		opts.WrapGuard = func(g eos.Guard) eos.Guard { return &timedGuard{Guard: g, tc: tc} }
 	}
 	r, err := relay.New(opts)
 	if err != nil {
-		closeFn()
 		return nil, nil, fmt.Errorf("creating the relay: %w", err)
 	}
-	return r, closeFn, nil
+	return r, func() {}, nil
 }
 
 // followMetrics feeds the relay's counters of records polled and records
