@@ -59,7 +59,9 @@ type AtLeastOnce struct{}
 func (AtLeastOnce) Committed(srcs []Source) []bool { return make([]bool, len(srcs)) }
 
 // Claims claims nothing.
-func (AtLeastOnce) Claims(context.Context, Tx, []Source, []string) ([]*kgo.Record, error) { return nil, nil }
+func (AtLeastOnce) Claims(context.Context, Tx, []Source, []string) ([]*kgo.Record, error) {
+	return nil, nil
+}
 
 // Check reports no conflict.
 func (AtLeastOnce) Check(context.Context) ([]bool, error) { return nil, nil }
