@@ -72,13 +72,22 @@ func (g *ledgerGuard) Claims(ctx context.Context, tx Tx, srcs []Source, outputs 
 			Ranges: Ranges(cg.offsets), TxnID: g.txnID, ProducerID: pid, Epoch: epoch,
 			Outputs: outputs, At: at,
 		}
-		v, err := json.Marshal(&c)
-		if err != nil {
-			return nil, fmt.Errorf("eos: encoding claim: %w", err)
+		if g.records[i], err = NewClaimRecord(g.l.cfg.Topic, &c); err != nil {
+			return nil, err
 		}
-		g.records[i] = &kgo.Record{Topic: g.l.cfg.Topic, Key: claimKey(cg.key), Value: v}
 	}
 	return g.records, nil
+}
+
+// NewClaimRecord encodes claim c as a record of ledger topic: keyed by its
+// source partition, so every claim of one source partition lands in the
+// same ledger partition.
+func NewClaimRecord(topic string, c *Claim) (*kgo.Record, error) {
+	v, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("eos: encoding claim: %w", err)
+	}
+	return &kgo.Record{Topic: topic, Key: claimKey(c.Key()), Value: v}, nil
 }
 
 // Check is called once the records of Claims were produced (so they carry

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/integration/kafkatest"
@@ -72,6 +74,9 @@ type pipeOpts struct {
 	TxnTimeout   string // default 10s
 	RenewLocks   bool
 	MaxAttempts  int
+	// OnBroker places every topic of the pipeline on this broker id
+	// (0: wherever the controller chooses).
+	OnBroker int32
 }
 
 func newPipe(t *testing.T, seeds []string, o pipeOpts) *pipe {
@@ -101,9 +106,9 @@ func newPipe(t *testing.T, seeds []string, o pipeOpts) *pipe {
 	}
 	p := &pipe{Name: fmt.Sprintf("%s-%d-%d", base, n, time.Now().UnixNano()%1e6), Seeds: seeds}
 	p.Source, p.Output, p.DLQ, p.Group = p.Name+".orders", p.Name+".jobs", p.Name+".dlq", p.Name+".group"
-	createTopic(t, seeds, p.Source, o.Partitions)
-	createTopic(t, seeds, p.Output, 3)
-	createTopic(t, seeds, p.DLQ, 1)
+	createTopicOn(t, seeds, p.Source, o.Partitions, o.OnBroker, nil)
+	createTopicOn(t, seeds, p.Output, 3, o.OnBroker, nil)
+	createTopicOn(t, seeds, p.DLQ, 1, o.OnBroker, nil)
 
 	var gc strings.Builder
 	for k, v := range o.GroupConfigs {
@@ -143,6 +148,52 @@ metrics:
 
 func createTopic(t *testing.T, seeds []string, name string, parts int32) {
 	t.Helper()
+	createTopicOn(t, seeds, name, parts, 0, nil)
+}
+
+// createTopicOn creates a topic with replication factor 1 and configs, on
+// broker id broker when it is not 0.
+func createTopicOn(t *testing.T, seeds []string, name string, parts int32, broker int32, configs map[string]string) {
+	t.Helper()
+	if broker != 0 {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		req := kmsg.NewPtrCreateTopicsRequest()
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
+		for p := range parts {
+			ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			ra.Partition, ra.Replicas = p, []int32{broker}
+			rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+		}
+		for k, v := range configs {
+			c := kmsg.NewCreateTopicsRequestTopicConfig()
+			c.Name, c.Value = k, kmsg.StringPtr(v)
+			rt.Configs = append(rt.Configs, c)
+		}
+		req.Topics = append(req.Topics, rt)
+		req.TimeoutMillis = 30000
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil {
+			err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+		}
+		if err != nil {
+			t.Fatalf("creating topic %s on broker %d: %v", name, broker, err)
+		}
+		return
+	}
+	var cfg map[string]*string
+	for k, v := range configs {
+		if cfg == nil {
+			cfg = map[string]*string{}
+		}
+		cfg[k] = kmsg.StringPtr(v)
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +201,7 @@ func createTopic(t *testing.T, seeds []string, name string, parts int32) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, parts, 1, nil, name)
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, parts, 1, cfg, name)
 	if err == nil {
 		err = resp.Err
 	}

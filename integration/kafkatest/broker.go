@@ -90,7 +90,7 @@ func (b *Broker) pickPorts() error {
 			return err
 		}
 	}
-	for b.cport == 0 || b.cport == b.port {
+	for b.opts.JoinController == "" && (b.cport == 0 || b.cport == b.port) {
 		if b.cport, err = freePort(); err != nil {
 			return err
 		}
@@ -102,8 +102,14 @@ func (b *Broker) pickPorts() error {
 // on (not Options.AdvertisedAddr).
 func (b *Broker) Addr() string { return "127.0.0.1:" + strconv.Itoa(b.port) }
 
-// ControllerAddr returns the KRaft controller address "127.0.0.1:port".
-func (b *Broker) ControllerAddr() string { return "127.0.0.1:" + strconv.Itoa(b.cport) }
+// ControllerAddr returns the KRaft controller address "127.0.0.1:port"
+// (the one it joined, for a broker-only node).
+func (b *Broker) ControllerAddr() string {
+	if b.opts.JoinController != "" {
+		return b.opts.JoinController
+	}
+	return "127.0.0.1:" + strconv.Itoa(b.cport)
+}
 
 // Dir returns the broker directory (configuration, log and data).
 func (b *Broker) Dir() string { return b.dir }
@@ -136,7 +142,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	if b.Running() {
 		return fmt.Errorf("start broker %s: already running", b.Addr())
 	}
-	props := serverProperties(b.dataDir(), b.port, b.cport, b.opts.AdvertisedAddr, b.opts.Properties)
+	props := serverProperties(b.dataDir(), b.port, b.cport, node{b.opts.NodeID, b.opts.JoinController}, b.opts.AdvertisedAddr, b.opts.Properties)
 	if err := writeConfig(b.dir, props); err != nil {
 		return fmt.Errorf("start broker: %w", err)
 	}

@@ -2,6 +2,7 @@ package kafkatest
 
 import (
 	"fmt"
+	"strconv"
 	"os"
 	"path/filepath"
 	"sort"
@@ -60,17 +61,36 @@ func defaultProperties() []property {
 	}
 }
 
+// node says which KRaft node a broker is: its id, and the controller it
+// joins ("" for a combined broker and controller).
+type node struct {
+	id   int
+	join string
+}
+
 // serverProperties renders server.properties for a broker listening on
-// 127.0.0.1:port with its controller on 127.0.0.1:cport.
-func serverProperties(dataDir string, port, cport int, advertised string, overrides map[string]string) string {
+// 127.0.0.1:port with its controller on 127.0.0.1:cport, or joining the
+// controller n.join.
+func serverProperties(dataDir string, port, cport int, n node, advertised string, overrides map[string]string) string {
 	if advertised == "" {
 		advertised = fmt.Sprintf("127.0.0.1:%d", port)
 	}
+	if n.id == 0 {
+		n.id = 1
+	}
+	roles := property{"process.roles", "broker,controller", "combined KRaft node"}
+	voters := property{"controller.quorum.voters", fmt.Sprintf("1@127.0.0.1:%d", cport), "static voter: format needs no --standalone"}
+	listeners := property{"listeners", fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port, cport), ""}
+	if n.join != "" {
+		roles = property{"process.roles", "broker", "broker-only node joining node 1's controller"}
+		voters = property{"controller.quorum.voters", "1@" + n.join, ""}
+		listeners = property{"listeners", fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port), ""}
+	}
 	props := []property{
-		{"process.roles", "broker,controller", "combined KRaft node"},
-		{"node.id", "1", ""},
-		{"controller.quorum.voters", fmt.Sprintf("1@127.0.0.1:%d", cport), "static voter: format needs no --standalone"},
-		{"listeners", fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port, cport), ""},
+		roles,
+		{"node.id", strconv.Itoa(n.id), ""},
+		voters,
+		listeners,
 		{"advertised.listeners", "PLAINTEXT://" + advertised, ""},
 		{"inter.broker.listener.name", "PLAINTEXT", ""},
 		{"controller.listener.names", "CONTROLLER", ""},

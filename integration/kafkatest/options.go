@@ -51,6 +51,18 @@ type Options struct {
 	// Go process. Otherwise the JVM gets SIGKILL when the process that
 	// started it dies (on Linux).
 	Detached bool
+
+	// JoinController, when set to the KRaft controller address of a
+	// running local node ([Broker.ControllerAddr]), starts a broker-only
+	// node that joins that node's cluster instead of a combined
+	// broker-and-controller node: a second broker, for tests that need a
+	// partition without a leader while the rest of the cluster runs.
+	// ControllerPort is ignored then.
+	JoinController string
+
+	// NodeID is the KRaft node id; 0 means 1. A node that joins another
+	// must have a different one.
+	NodeID int
 }
 
 // defaultJVMArgs favour start-up time and a small footprint over

@@ -1,0 +1,315 @@
+package integration
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sharerelay/sharerelay/eos"
+	"github.com/sharerelay/sharerelay/integration/kafkatest"
+	"github.com/sharerelay/sharerelay/lineage"
+)
+
+// twoNodes is a cluster of a combined broker-and-controller node (id 1)
+// and a broker-only node (id 2): node 2 can be stopped, leaving its
+// partitions without a leader, while node 1 keeps the transaction
+// coordinator, the group coordinators and everything else running.
+type twoNodes struct {
+	n1, n2 *kafkatest.Broker
+	seeds  []string
+}
+
+func startTwoNodes(t *testing.T) *twoNodes {
+	t.Helper()
+	if testing.Short() || len(os.Getenv(kafkatest.EnvBootstrap)) > 0 {
+		if os.Getenv(kafkatest.EnvRequireBroker) == "1" && testing.Short() {
+			t.Fatal("real-broker test under -short with SHARERELAY_REQUIRE_BROKER=1")
+		}
+		t.Skip("needs two local brokers it can stop (not -short, no external cluster)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	n1, err := kafkatest.StartLocal(ctx, kafkatest.Options{})
+	if err != nil {
+		t.Fatalf("starting node 1: %v", err)
+	}
+	t.Cleanup(func() { n1.Stop(); os.RemoveAll(n1.Dir()) })
+	c := &twoNodes{n1: n1, seeds: []string{n1.Addr()}}
+	// The internal topics (transaction state, group offsets, share group
+	// state) must live on node 1: create them before node 2 exists.
+	warm := "warmup"
+	createTopicOn(t, c.seeds, warm, 1, 1, nil)
+	tx, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...), kgo.TransactionalID("warmup"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.ProduceSync(ctx, &kgo.Record{Topic: warm, Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	tx.Close()
+	sc, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...), kgo.ShareGroup("warmup"), kgo.ConsumeTopics(warm))
+	if err != nil {
+		t.Fatal(err)
+	}
+	internal := []string{"__transaction_state", "__consumer_offsets", "__share_group_state"}
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		sc.PollRecords(pctx, 10)
+		pcancel()
+		td, err := kadm.NewClient(sc).ListTopics(ctx, internal...)
+		if err == nil && len(td.Names()) == len(internal) && td.Error() == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("internal topics %v not all created on node 1 (%v, %v)", internal, td.Names(), err)
+		}
+	}
+	sc.Close()
+
+	n2, err := kafkatest.StartLocal(ctx, kafkatest.Options{NodeID: 2, JoinController: n1.ControllerAddr()})
+	if err != nil {
+		t.Fatalf("starting node 2: %v", err)
+	}
+	t.Cleanup(func() { n2.Stop(); os.RemoveAll(n2.Dir()) })
+	c.n2 = n2
+	c.seeds = append(c.seeds, n2.Addr())
+	return c
+}
+
+// waitLeader waits until topic's partition 0 is led by leader (-1: none).
+func (c *twoNodes) waitLeader(t *testing.T, topic string, leader int32) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.n1.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		td, err := adm.ListTopics(ctx, topic)
+		cancel()
+		if err == nil {
+			if p, ok := td[topic].Partitions[0]; ok && p.Leader == leader {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s[0] not led by %d within 60s (%v)", topic, leader, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// ghost is a transactional producer that writes what a relay worker
+// writes — claims in the ledger and labelled outputs — with no relay
+// around it.
+type ghost struct {
+	t       *testing.T
+	cl      *kgo.Client
+	p       *pipe
+	ledger  string
+	topicID [16]byte
+}
+
+func newGhost(t *testing.T, p *pipe, ledger string) *ghost {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Seeds...), kgo.TransactionalID("sharerelay-"+p.Name+"-ghost-0"),
+		kgo.TransactionTimeout(60*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	td, err := kadm.NewClient(cl).ListTopics(ctx, p.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ghost{t: t, cl: cl, p: p, ledger: ledger, topicID: td[p.Source].ID}
+}
+
+// write opens a transaction and writes a claim of source offsets
+// first..last with their outputs; it returns the producer id and epoch.
+func (g *ghost) write(first, last int64) (int64, int16) {
+	g.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pid, epoch, err := g.cl.ProducerID(ctx)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	if err := g.cl.BeginTransaction(); err != nil {
+		g.t.Fatal(err)
+	}
+	claim, err := eos.NewClaimRecord(g.ledger, &eos.Claim{
+		Topic: g.p.Source, TopicID: g.topicID, Partition: 0, Ranges: []eos.Range{{First: first, Last: last}},
+		TxnID: "sharerelay-" + g.p.Name + "-ghost-0", ProducerID: pid, Epoch: epoch,
+		Outputs: []string{g.p.Output}, At: time.Now().UnixMilli(),
+	})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	recs := []*kgo.Record{claim}
+	for o := first; o <= last; o++ {
+		src := lineage.Source{Topic: g.p.Source, Partition: 0, Offset: o}
+		recs = append(recs, &kgo.Record{Topic: g.p.Output, Key: strconv.AppendInt(nil, o+1, 10),
+			Value: fmt.Appendf(nil, `{"order_id":%d}`, o+1), Headers: lineage.SetSource(nil, src)})
+	}
+	if err := g.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		g.t.Fatal(err)
+	}
+	return pid, epoch
+}
+
+func (g *ghost) end(commit bool) {
+	g.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := g.cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		g.t.Fatalf("ending the ghost's transaction (commit %v): %v", commit, err)
+	}
+}
+
+// ledgerEntry is one record of the claim ledger as the test sees it.
+type ledgerEntry struct {
+	offset  int64
+	pid     int64
+	epoch   int16
+	control bool
+	commit  bool
+	res     *eos.Resolution
+}
+
+// readLedger returns every record of ledger[0] up to its end.
+func readLedger(t *testing.T, seeds []string, ledger string) []ledgerEntry {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{ledger: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.KeepControlRecords())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup(ledger, 0)
+	var out []ledgerEntry
+	for next := int64(0); next < end.Offset; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading the ledger: %v", ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			next = r.Offset + 1
+			e := ledgerEntry{offset: r.Offset, pid: r.ProducerID, epoch: r.ProducerEpoch, control: r.Attrs.IsControl()}
+			if e.control && len(r.Key) >= 4 {
+				e.commit = binary.BigEndian.Uint16(r.Key[2:4]) == 1
+			}
+			for _, h := range r.Headers {
+				if h.Key == eos.HeaderKind && string(h.Value) == eos.KindResolution {
+					e.res = new(eos.Resolution)
+					if err := json.Unmarshal(r.Value, e.res); err != nil {
+						t.Fatalf("resolution at %d: %v", r.Offset, err)
+					}
+				}
+			}
+			out = append(out, e)
+		})
+	}
+	return out
+}
+
+// TestRealBrokerClaimWhoseLedgerMarkerWasLost reproduces, on a real broker,
+// the soak's lost marker (issue 11): a transaction writes its claim to a
+// ledger partition whose leader is gone when the coordinator sends the
+// markers — Kafka then skips that partition as if it had been deleted —
+// and the same producer's next transaction ends normally. The relay must
+// neither take the next transaction's marker as the claim's (which loses
+// the records when the claim aborted, and duplicates them when it
+// committed), nor leave the records blocked: its resolver reads the
+// transaction's outcome from its outputs.
+func TestRealBrokerClaimWhoseLedgerMarkerWasLost(t *testing.T) {
+	c := startTwoNodes(t)
+	for _, tc := range []struct {
+		name         string
+		first, later bool // outcomes of the ghost's two transactions
+	}{
+		{"an aborted claim is not credited with the next COMMIT", false, true},
+		{"a committed claim is not credited with the next ABORT", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPipe(t, c.seeds, pipeOpts{Partitions: 1, Workers: 1, OnBroker: 1})
+			ledger := p.Name + ".ledger"
+			createTopicOn(t, c.seeds, ledger, 1, 2, map[string]string{"cleanup.policy": "delete"})
+			createTopicOn(t, c.seeds, ledger+".snapshots", 1, 1, map[string]string{"cleanup.policy": "compact"})
+			seedOrders(t, p, 1, 200) // source offsets 0..199
+
+			g := newGhost(t, p, ledger)
+			pid, epoch := g.write(0, 99)
+			if err := c.n2.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			c.waitLeader(t, ledger, -1)
+			g.end(tc.first) // the coordinator skips the leaderless ledger partition
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if err := c.n2.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			c.waitLeader(t, ledger, 2)
+			g.write(150, 199)
+			g.end(tc.later)
+
+			// The ledger must show exactly the soak's shape, or the
+			// test proves nothing: the claim at epoch E, no marker of
+			// E+1, the next claim at E+1 and its marker at E+2.
+			var shape []string
+			for _, e := range readLedger(t, c.seeds, ledger) {
+				if e.pid == pid {
+					shape = append(shape, fmt.Sprintf("%s@%d", map[bool]string{true: "marker", false: "claim"}[e.control], e.epoch-epoch))
+				}
+			}
+			if want := "[claim@0 claim@1 marker@2]"; fmt.Sprint(shape) != want {
+				t.Fatalf("the ledger shows %v for the ghost, want %s: the broker did not lose the marker this time", shape, want)
+			}
+
+			startRelay(t, p, "r1")
+			o := settled(t, p, 200, 2*time.Minute)
+			exactlyOnce(t, o, 200, 0)
+
+			var settledBy *eos.Resolution
+			for _, e := range readLedger(t, c.seeds, ledger) {
+				if e.res != nil && e.res.ProducerID == pid && e.res.Epoch == epoch {
+					settledBy = e.res
+				}
+			}
+			if settledBy == nil {
+				t.Fatal("no resolution of the orphaned claim in the ledger")
+			}
+			if settledBy.Commit != tc.first {
+				t.Fatalf("the claim was settled commit=%v, its transaction's outcome was commit=%v", settledBy.Commit, tc.first)
+			}
+			t.Logf("settled: %+v", *settledBy)
+		})
+	}
+}
