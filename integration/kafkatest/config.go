@@ -2,10 +2,10 @@ package kafkatest
 
 import (
 	"fmt"
-	"strconv"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
