@@ -52,6 +52,9 @@ func ReadUncommitted(ctx context.Context, opts []kgo.Opt, topics ...string) (Tal
 func read(ctx context.Context, opts []kgo.Opt, committed bool, topics []string) (Tally, error) {
 	t := Tally{BySource: make(map[lineage.Source]int)}
 	err := scan(ctx, opts, committed, topics, nil, func(r *kgo.Record) {
+		if r.Attrs.IsControl() {
+			return
+		}
 		t.Records++
 		src, ok := lineage.SourceOf(r)
 		if !ok {
@@ -64,8 +67,9 @@ func read(ctx context.Context, opts []kgo.Opt, committed bool, topics []string) 
 }
 
 // scan reads topics from their start to a snapshot of their ends (the last
-// stable offsets when committed) and calls onRecord for every data record
-// below it. onEnds, if set, sees the snapshot first.
+// stable offsets when committed) and calls onRecord for every record below
+// it, control records (transaction markers) included. onEnds, if set, sees
+// the snapshot first.
 func scan(ctx context.Context, opts []kgo.Opt, committed bool, topics []string, onEnds func(kadm.ListedOffsets), onRecord func(*kgo.Record)) error {
 	admCl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -144,9 +148,7 @@ func scan(ctx context.Context, opts []kgo.Opt, committed bool, topics []string, 
 					remaining--
 				}
 			}
-			if !r.Attrs.IsControl() {
-				onRecord(r)
-			}
+			onRecord(r)
 		})
 	}
 	return nil

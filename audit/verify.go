@@ -30,6 +30,10 @@ type VerifyConfig struct {
 	// have no output; records without any are counted as Filtered, not
 	// Lost.
 	AtMostOnce bool
+	// Ledger is the claim ledger topic of an exactly-once pipeline and
+	// Generation its generation; empty skips the ledger report.
+	Ledger     string
+	Generation int64
 }
 
 // PartitionReport is the verdict for one source partition (or the totals).
@@ -73,8 +77,11 @@ type Report struct {
 	Unlabelled int `json:"unlabelled"`
 	// BeyondSnapshot counts outputs of source records appended after the
 	// source snapshot was taken (the pipeline was still running).
-	BeyondSnapshot int    `json:"beyond_snapshot"`
-	Check          string `json:"check"`
+	BeyondSnapshot int `json:"beyond_snapshot"`
+	// Ledger reports claims whose marker the broker lost (exactly-once
+	// pipelines).
+	Ledger  *LedgerReport `json:"ledger,omitempty"`
+	Check   string        `json:"check"`
 	Exact          bool   `json:"exact"`
 	Elapsed        string `json:"elapsed"`
 }
@@ -201,6 +208,11 @@ func Verify(ctx context.Context, cfg VerifyConfig) (*Report, error) {
 	}
 	tot.Unexpected += unexpectedElsewhere
 	r.Exact = tot.Lost == 0 && tot.Duplicated == 0 && tot.Both == 0 && tot.Unexpected == 0 && tot.Lag == 0 && r.Unlabelled == 0
+	if cfg.Ledger != "" {
+		if r.Ledger, err = ReadLedger(ctx, cfg.ClientOpts, cfg.Ledger, cfg.Generation); err != nil {
+			return nil, err
+		}
+	}
 	r.Elapsed = time.Since(start).Round(time.Millisecond).String()
 	return r, nil
 }
@@ -240,6 +252,9 @@ func readSourceOffsets(ctx context.Context, opts []kgo.Opt, committed bool, topi
 			return a.topic < b.topic || a.topic == b.topic && a.partition < b.partition
 		})
 	}, func(r *kgo.Record) {
+		if r.Attrs.IsControl() {
+			return
+		}
 		tp := topicPartition{r.Topic, r.Partition}
 		s.offsets[tp] = append(s.offsets[tp], r.Offset)
 	})

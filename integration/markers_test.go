@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/integration/kafkatest"
 	"github.com/sharerelay/sharerelay/lineage"
@@ -310,6 +311,18 @@ func TestRealBrokerClaimWhoseLedgerMarkerWasLost(t *testing.T) {
 				t.Fatalf("the claim was settled commit=%v, its transaction's outcome was commit=%v", settledBy.Commit, tc.first)
 			}
 			t.Logf("settled: %+v", *settledBy)
+
+			// relay verify's independent reading of the ledger agrees.
+			ctx2, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel2()
+			lr, err := audit.ReadLedger(ctx2, []kgo.Opt{kgo.SeedBrokers(c.seeds...)}, ledger, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			settledN := map[bool]int{true: lr.SettledCommitted, false: lr.SettledAborted}
+			if lr.Orphaned != 1 || settledN[tc.first] != 1 || settledN[!tc.first] != 0 || len(lr.Unsettled) != 0 {
+				t.Fatalf("audit of the ledger: %+v; want 1 orphan settled commit=%v, none unsettled", *lr, tc.first)
+			}
 		})
 	}
 }

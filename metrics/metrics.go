@@ -5,6 +5,8 @@
 package metrics
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -40,6 +42,31 @@ type Metrics struct {
 	ProducerResets   *prometheus.CounterVec
 	InvariantBreaks  prometheus.Counter
 	WorkersRunning   prometheus.Gauge
+
+	ledger atomic.Pointer[func() LedgerStats]
+}
+
+// LedgerStats is what the claim ledger reports, read at scrape time.
+type LedgerStats struct {
+	// Pending and Orphaned are the claims the index tracks: waiting for
+	// their marker, or whose marker the broker lost.
+	Pending, Orphaned int
+	// Unsettled are claims the resolver could not settle yet: the records
+	// they cover stay blocked.
+	Unsettled int
+	// OrphanedTotal counts claims this instance saw orphaned;
+	// SettledCommit and SettledAbort the resolutions it applied.
+	OrphanedTotal, SettledCommit, SettledAbort int64
+}
+
+// WatchLedger makes the ledger metrics read f; before, they read zero.
+func (m *Metrics) WatchLedger(f func() LedgerStats) { m.ledger.Store(&f) }
+
+func (m *Metrics) ledgerStats() LedgerStats {
+	if f := m.ledger.Load(); f != nil {
+		return (*f)()
+	}
+	return LedgerStats{}
 }
 
 // New creates the metrics and registers them on reg.
@@ -79,5 +106,34 @@ func New(reg prometheus.Registerer, pipeline string) *Metrics {
 		}),
 	}
 	reg.MustRegister(m.BatchSeconds, m.InvariantBreaks, m.WorkersRunning)
+
+	gauge := func(name, help string, labels prometheus.Labels, f func(LedgerStats) float64) {
+		l := prometheus.Labels{"pipeline": pipeline}
+		for k, v := range labels {
+			l[k] = v
+		}
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "sharerelay", Name: name, Help: help, ConstLabels: l,
+		}, func() float64 { return f(m.ledgerStats()) }))
+	}
+	count := func(name, help string, labels prometheus.Labels, f func(LedgerStats) float64) {
+		l := prometheus.Labels{"pipeline": pipeline}
+		for k, v := range labels {
+			l[k] = v
+		}
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "sharerelay", Name: name, Help: help, ConstLabels: l,
+		}, func() float64 { return f(m.ledgerStats()) }))
+	}
+	const claimsHelp = "Claims the ledger index tracks, by state: pending (waiting for their transaction's marker) or orphaned (the broker lost the marker; the resolver settles them from the outputs)."
+	gauge("ledger_claims", claimsHelp, prometheus.Labels{"state": "pending"}, func(s LedgerStats) float64 { return float64(s.Pending) })
+	gauge("ledger_claims", claimsHelp, prometheus.Labels{"state": "orphaned"}, func(s LedgerStats) float64 { return float64(s.Orphaned) })
+	gauge("ledger_unsettled_claims", "Claims the resolver could not settle yet (no output shows their outcome, or the broker broke a transaction's atomicity): the records they cover stay blocked. Should be 0.",
+		nil, func(s LedgerStats) float64 { return float64(s.Unsettled) })
+	count("ledger_orphaned_claims_total", "Claims this instance saw orphaned: their producer moved to a later epoch before their marker reached the ledger.",
+		nil, func(s LedgerStats) float64 { return float64(s.OrphanedTotal) })
+	const settledHelp = "Claims settled by resolution records (read from the ledger by this instance), by outcome."
+	count("ledger_resolutions_total", settledHelp, prometheus.Labels{"outcome": TxnCommitted}, func(s LedgerStats) float64 { return float64(s.SettledCommit) })
+	count("ledger_resolutions_total", settledHelp, prometheus.Labels{"outcome": TxnAborted}, func(s LedgerStats) float64 { return float64(s.SettledAbort) })
 	return m
 }

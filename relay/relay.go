@@ -148,6 +148,11 @@ func (r *Relay) Run(ctx context.Context) error {
 			return fmt.Errorf("relay: opening the claim ledger: %w", err)
 		}
 		defer r.ledger.Close()
+		r.m.WatchLedger(func() metrics.LedgerStats {
+			st, rs := r.ledger.Stats(), r.ledger.ResolverStats()
+			return metrics.LedgerStats{Pending: st.Pending, Orphaned: st.Orphans, Unsettled: rs.Unsettled,
+				OrphanedTotal: rs.Orphaned, SettledCommit: rs.Committed, SettledAbort: rs.Aborted}
+		})
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return r.watchTopicIDs(gctx, topicIDs) })

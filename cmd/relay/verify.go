@@ -71,7 +71,13 @@ func VerifyConfigFor(p *config.Pipeline) audit.VerifyConfig {
 		}
 	}
 	filters := slices.ContainsFunc(p.Transforms, func(s transform.Spec) bool { return s.Type == "filter" })
+	var ledger string
+	if p.Delivery == config.ExactlyOnce {
+		ledger = p.Ledger.Topic
+	}
 	return audit.VerifyConfig{
+		Ledger:          ledger,
+		Generation:      int64(p.Ledger.Generation),
 		ClientOpts:      []kgo.Opt{kgo.SeedBrokers(p.Brokers...)},
 		Sources:         p.Source.Topics,
 		SourceCommitted: p.Source.IsolationLevel != "read_uncommitted",
@@ -103,6 +109,13 @@ func printReport(w io.Writer, name string, r *audit.Report) {
 		}
 		if len(pr.DuplicatedSample) > 0 {
 			fmt.Fprintf(w, "duplicated in %s[%d], e.g. offsets %v\n", pr.Topic, pr.Partition, pr.DuplicatedSample)
+		}
+	}
+	if l := r.Ledger; l != nil {
+		fmt.Fprintf(w, "claim ledger: %d claims; %d orphaned (their marker was lost), settled %d committed / %d aborted; %d pending; %d unsettled\n",
+			l.Claims, l.Orphaned, l.SettledCommitted, l.SettledAborted, l.Pending, len(l.Unsettled))
+		for _, u := range l.Unsettled {
+			fmt.Fprintf(w, "unsettled claim (its records stay blocked): %s\n", u)
 		}
 	}
 	verdict := "EXACT"

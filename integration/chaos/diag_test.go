@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // diagnoseOpenTxns explains partitions whose last stable offset is stuck
@@ -71,16 +72,18 @@ func diagnoseOpenTxns(ctx context.Context, adm *kadm.Client, seeds []string, pip
 }
 
 // txnVerdict is what the claim ledger says of one hanging transaction
-// (producer id and epoch): the marker that followed its claims there.
+// (producer id and epoch): its claims there and its own marker, if any.
 type txnVerdict struct {
 	claims int
-	marker string // COMMIT, ABORT, or "" when the ledger has no marker either
+	marker string // COMMIT, ABORT, or "" when the ledger has no marker of epoch + 1
 	at     int64
+	later  bool // the producer wrote a later epoch to the ledger without that marker first
 }
 
 // ledgerVerdicts reads the claim ledger read_uncommitted with its markers
 // and returns, for each producer id and epoch of interest, how its claims
-// ended.
+// ended: under transaction.version 2 a transaction at epoch E ends with
+// markers at E+1, so only that marker is its own.
 func ledgerVerdicts(ctx context.Context, seeds []string, ledger string, want map[int64]int16) (map[int64]txnVerdict, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{ledger: {0: kgo.NewOffset().AtStart()}}),
@@ -109,15 +112,12 @@ func ledgerVerdicts(ctx context.Context, seeds []string, ledger string, want map
 			v := out[r.ProducerID]
 			switch {
 			case v.marker != "":
-			case r.Attrs.IsControl():
-				// The marker ending the transaction that wrote the
-				// claims: the producer's next marker (with transaction
-				// version 2 it carries the bumped epoch).
-				if v.claims > 0 && len(r.Key) >= 4 {
-					v.marker = map[uint16]string{0: "ABORT", 1: "COMMIT"}[binary.BigEndian.Uint16(r.Key[2:4])]
-					v.at = r.Offset
-				}
-			case r.ProducerEpoch == epoch:
+			case r.Attrs.IsControl() && r.ProducerEpoch == epoch+1 && len(r.Key) >= 4:
+				v.marker = map[uint16]string{0: "ABORT", 1: "COMMIT"}[binary.BigEndian.Uint16(r.Key[2:4])]
+				v.at = r.Offset
+			case r.ProducerEpoch > epoch+1 || !r.Attrs.IsControl() && r.ProducerEpoch > epoch:
+				v.later = v.later || v.claims > 0
+			case !r.Attrs.IsControl() && r.ProducerEpoch == epoch:
 				v.claims++
 			}
 			out[r.ProducerID] = v
@@ -139,6 +139,8 @@ func ledgerView(ctx context.Context, seeds []string, ledger string, want map[int
 		switch {
 		case v.claims == 0 && v.marker == "":
 			fmt.Fprintf(&b, "  producer %d epoch %d: no claim in the ledger\n", pid, epoch)
+		case v.marker == "" && v.later:
+			fmt.Fprintf(&b, "  producer %d epoch %d: %d claims, NO marker of epoch %d before a later epoch (orphaned: the resolver settles it)\n", pid, epoch, v.claims, epoch+1)
 		case v.marker == "":
 			fmt.Fprintf(&b, "  producer %d epoch %d: %d claims, NO marker (pending for every relay)\n", pid, epoch, v.claims)
 		default:
@@ -171,12 +173,14 @@ func (h hangingTxn) key() string {
 // transaction version 2 every transaction ends with an epoch bump), or one
 // epoch further in state CompleteCommit / CompleteAbort — markers are
 // written before that state — or, with final (no relay runs any more), in
-// any state but Ongoing or Prepare*. The verdict is the coordinator's
-// state when it is still about that transaction (epoch + 1, Complete*),
-// else the marker that followed the transaction's claim in the claim
-// ledger, else ABORT when it wrote no claim (the relay commits nothing
-// without one).
-func findHanging(ctx context.Context, adm *kadm.Client, seeds []string, pipeline, ledger string, final bool, topics ...string) ([]hangingTxn, error) {
+// any state but Ongoing or Prepare*. The verdict is the decision the
+// coordinator made for that transaction: its current state when it is
+// still about that transaction (epoch + 1, Complete*), else the
+// Prepare*/Complete* entry at epoch + 1 in its own log, __transaction_state.
+// A replicated cluster would have delivered the markers with that
+// decision; completing them with anything else (e.g. a later transaction's
+// marker) would make the test judge a fault Kafka does not have.
+func findHanging(ctx context.Context, adm *kadm.Client, seeds []string, pipeline string, final bool, topics ...string) ([]hangingTxn, error) {
 	ts := kadm.TopicsSet{}
 	for _, t := range topics {
 		ts.Add(t)
@@ -228,12 +232,12 @@ func findHanging(ctx context.Context, adm *kadm.Client, seeds []string, pipeline
 			continue // running, or its markers in flight
 		}
 		if h.verdict == "" {
-			want[p.ProducerID] = p.ProducerEpoch
+			want[p.ProducerID] = p.ProducerEpoch + 1
 		}
 		out = append(out, h)
 	}
 	if len(want) > 0 {
-		vs, err := ledgerVerdicts(ctx, seeds, ledger, want)
+		ds, err := coordinatorDecisions(ctx, seeds, want)
 		if err != nil {
 			return nil, err
 		}
@@ -242,15 +246,73 @@ func findHanging(ctx context.Context, adm *kadm.Client, seeds []string, pipeline
 			if h.verdict != "" {
 				continue
 			}
-			switch v := vs[h.pid]; {
-			case v.marker != "":
-				h.verdict, h.why = v.marker, fmt.Sprintf("claim ledger: marker at offset %d", v.at)
-			case v.claims == 0 && h.topic != ledger:
-				h.verdict, h.why = "ABORT", "no claim in the ledger"
-			default:
-				h.why = fmt.Sprintf("claim ledger: %d claims, no marker; coordinator at epoch %d", v.claims, current[h.pid])
+			if d, ok := ds[h.pid]; ok {
+				h.verdict, h.why = d.verdict, fmt.Sprintf("coordinator log: %s at epoch %d (__transaction_state offset %d)", d.state, h.epoch+1, d.at)
+			} else {
+				h.why = fmt.Sprintf("no decision at epoch %d in the coordinator log; coordinator now at epoch %d", h.epoch+1, current[h.pid])
 			}
 		}
+	}
+	return out, nil
+}
+
+// decision is a transaction outcome the coordinator logged.
+type decision struct {
+	verdict, state string
+	at             int64
+}
+
+// coordinatorDecisions reads the transaction coordinator's log,
+// __transaction_state, and returns for each producer id the outcome it
+// logged for the transaction whose markers carry epoch want[pid]
+// (Prepare* or Complete* entries: under transaction.version 2 the
+// coordinator bumps the epoch when it prepares the end).
+func coordinatorDecisions(ctx context.Context, seeds []string, want map[int64]int16) (map[int64]decision, error) {
+	const topic = "__transaction_state"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	remaining := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			remaining[o.Partition] = o.Offset
+		}
+	})
+	out := map[int64]decision{}
+	for len(remaining) > 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if end, ok := remaining[r.Partition]; ok && r.Offset >= end-1 {
+				delete(remaining, r.Partition)
+			}
+			if r.Value == nil {
+				return
+			}
+			var v kmsg.TxnMetadataValue
+			if v.ReadFrom(r.Value) != nil {
+				return
+			}
+			e, ok := want[v.ProducerID]
+			if !ok || v.ProducerEpoch != e {
+				return
+			}
+			switch v.State {
+			case kmsg.TransactionStatePrepareCommit, kmsg.TransactionStateCompleteCommit:
+				out[v.ProducerID] = decision{"COMMIT", v.State.String(), r.Offset}
+			case kmsg.TransactionStatePrepareAbort, kmsg.TransactionStateCompleteAbort:
+				out[v.ProducerID] = decision{"ABORT", v.State.String(), r.Offset}
+			}
+		})
 	}
 	return out, nil
 }
@@ -264,7 +326,9 @@ func completeHanging(ctx context.Context, adm *kadm.Client, hs []hangingTxn) err
 		}
 		ts := kadm.TopicsSet{}
 		ts.Add(h.topic, h.partition)
-		resp, err := adm.WriteTxnMarkers(ctx, kadm.TxnMarkers{ProducerID: h.pid, ProducerEpoch: h.epoch, Commit: h.verdict == "COMMIT", CoordinatorEpoch: h.coordEpoch, Topics: ts})
+		// At the epoch the coordinator writes markers with under
+		// transaction.version 2: the records' epoch + 1.
+		resp, err := adm.WriteTxnMarkers(ctx, kadm.TxnMarkers{ProducerID: h.pid, ProducerEpoch: h.epoch + 1, Commit: h.verdict == "COMMIT", CoordinatorEpoch: h.coordEpoch, Topics: ts})
 		if err != nil {
 			return fmt.Errorf("writing the marker of %v: %w", h, err)
 		}
@@ -301,7 +365,7 @@ func (s *scenario) startJanitor() {
 			case <-time.After(5 * time.Second):
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			hs, err := findHanging(ctx, s.adm, s.env.direct, s.pipeline, s.ledger, false, s.txnTopics()...)
+			hs, err := findHanging(ctx, s.adm, s.env.direct, s.pipeline, false, s.txnTopics()...)
 			next := map[string]bool{}
 			var due []hangingTxn
 			for _, h := range hs {

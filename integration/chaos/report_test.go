@@ -36,7 +36,14 @@ type result struct {
 	BrokerStops    int            `json:"broker_clean_restarts"`
 	// HangingTxns counts transactions whose markers the single-node
 	// broker dropped after a crash, completed by the harness (doc.go).
-	HangingTxns  int `json:"hanging_txns_completed"`
+	HangingTxns int `json:"hanging_txns_completed"`
+	// OrphanedClaims counts claims whose ledger marker the broker lost
+	// (audit.ReadLedger); Settled* how resolutions settled them;
+	// Unsettled those left blocked.
+	OrphanedClaims   int `json:"orphaned_claims"`
+	SettledCommitted int `json:"settled_committed"`
+	SettledAborted   int `json:"settled_aborted"`
+	UnsettledClaims  int `json:"unsettled_claims"`
 	RelayExits   int `json:"relay_exits_on_their_own"`
 	Incarnations int `json:"relay_processes"`
 
@@ -76,6 +83,9 @@ func (r *result) fromReport(rep *audit.Report) {
 	r.Output, r.DeadLettered = rep.Total.Output, rep.Total.DeadLettered
 	r.Lost, r.Duplicated, r.Both, r.Unexpected = rep.Total.Lost, rep.Total.Duplicated, rep.Total.Both, rep.Total.Unexpected
 	r.AbortedRecords = rep.AbortedRecords
+	if l := rep.Ledger; l != nil {
+		r.OrphanedClaims, r.SettledCommitted, r.SettledAborted, r.UnsettledClaims = l.Orphaned, l.SettledCommitted, l.SettledAborted, len(l.Unsettled)
+	}
 	r.Verdict = "EXACT"
 	if !rep.Exact {
 		r.Verdict = fmt.Sprintf("NOT EXACT (lost %d, duplicated %d, both %d, unexpected %d, lag %d)",
@@ -101,9 +111,10 @@ func (r *result) toxicsString() string {
 
 // line is the one-line summary logged per scenario.
 func (r *result) line() string {
-	return fmt.Sprintf("CHAOS %s seed=%d %s records=%d relays=%dx%d | kills=%d failpoint-kills=%d sigterms=%d sigstops=%d network=[%s] broker-kill9=%d broker-restarts=%d hanging-txns=%d relay-exits=%d processes=%d | polled=%d redeliveries=%d txn committed=%d aborted=%d unknown=%d ambiguous=%d(committed %d) producer-resets=%d ack-errors=%d claim-conflicts=%d already-committed=%d | output=%d dead-letters=%d aborted-records=%d reader=%d (dups %d) | %s | %s",
+	return fmt.Sprintf("CHAOS %s seed=%d %s records=%d relays=%dx%d | kills=%d failpoint-kills=%d sigterms=%d sigstops=%d network=[%s] broker-kill9=%d broker-restarts=%d hanging-txns=%d orphaned-claims=%d (settled %d committed, %d aborted; unsettled %d) relay-exits=%d processes=%d | polled=%d redeliveries=%d txn committed=%d aborted=%d unknown=%d ambiguous=%d(committed %d) producer-resets=%d ack-errors=%d claim-conflicts=%d already-committed=%d | output=%d dead-letters=%d aborted-records=%d reader=%d (dups %d) | %s | %s",
 		r.Scenario, r.Seed, r.Delivery, r.Records, r.Relays, r.Workers,
-		r.Kills, r.FailpointKills, r.Terms, r.Pauses, r.toxicsString(), r.BrokerKills, r.BrokerStops, r.HangingTxns, r.RelayExits, r.Incarnations,
+		r.Kills, r.FailpointKills, r.Terms, r.Pauses, r.toxicsString(), r.BrokerKills, r.BrokerStops, r.HangingTxns,
+		r.OrphanedClaims, r.SettledCommitted, r.SettledAborted, r.UnsettledClaims, r.RelayExits, r.Incarnations,
 		r.Polled, r.Redeliveries, r.Committed, r.Aborted, r.Unknown, r.Ambiguous, r.AmbiguousCommitted, r.ProducerResets, r.AckErrors, r.ClaimConflicts, r.AlreadyCommitted,
 		r.Output, r.DeadLettered, r.AbortedRecords, r.ReaderRecords, r.ReaderDuplicates, r.Elapsed, r.Verdict)
 }
@@ -143,14 +154,14 @@ func writeReport() {
 
 func markdown(rs []*result) string {
 	var b strings.Builder
-	b.WriteString("| scenario | seed | delivery | records | relays×workers | SIGKILL | failpoint kills | SIGTERM | SIGSTOP | network faults | broker kill -9 / clean | hanging txns completed | relay exits | redeliveries | txn aborted | txn unknown | ambiguous commits | producer resets | ack errors | claim conflicts | aborted records | dead letters | time | verifier |\n")
-	b.WriteString("|---|---:|---|---:|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| scenario | seed | delivery | records | relays×workers | SIGKILL | failpoint kills | SIGTERM | SIGSTOP | network faults | broker kill -9 / clean | hanging txns completed | orphaned claims (settled C/A, unsettled) | relay exits | redeliveries | txn aborted | txn unknown | ambiguous commits | producer resets | ack errors | claim conflicts | aborted records | dead letters | time | verifier |\n")
+	b.WriteString("|---|---:|---|---:|---|---:|---:|---:|---:|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	var total time.Duration
 	for _, r := range rs {
 		total += r.elapsed
-		fmt.Fprintf(&b, "| %s | %d | %s | %d | %d×%d | %d | %d | %d | %d | %s | %d / %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %d | %s | %d | %d×%d | %d | %d | %d | %d | %s | %d / %d | %d | %d (%d/%d, %d) | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s |\n",
 			r.Scenario, r.Seed, r.Delivery, r.Records, r.Relays, r.Workers, r.Kills, r.FailpointKills, r.Terms, r.Pauses,
-			r.toxicsString(), r.BrokerKills, r.BrokerStops, r.HangingTxns, r.RelayExits, r.Redeliveries, r.Aborted, r.Unknown, r.Ambiguous, r.ProducerResets, r.AckErrors,
+			r.toxicsString(), r.BrokerKills, r.BrokerStops, r.HangingTxns, r.OrphanedClaims, r.SettledCommitted, r.SettledAborted, r.UnsettledClaims, r.RelayExits, r.Redeliveries, r.Aborted, r.Unknown, r.Ambiguous, r.ProducerResets, r.AckErrors,
 			r.ClaimConflicts, r.AbortedRecords, r.DeadLettered, r.Elapsed, r.Verdict)
 	}
 	fmt.Fprintf(&b, "\nTotal scenario time: %s\n", total.Round(time.Second))
