@@ -82,8 +82,8 @@ type Report struct {
 	// pipelines).
 	Ledger  *LedgerReport `json:"ledger,omitempty"`
 	Check   string        `json:"check"`
-	Exact          bool   `json:"exact"`
-	Elapsed        string `json:"elapsed"`
+	Exact   bool          `json:"exact"`
+	Elapsed string        `json:"elapsed"`
 }
 
 const sampleMax = 5

@@ -44,8 +44,8 @@ type result struct {
 	SettledCommitted int `json:"settled_committed"`
 	SettledAborted   int `json:"settled_aborted"`
 	UnsettledClaims  int `json:"unsettled_claims"`
-	RelayExits   int `json:"relay_exits_on_their_own"`
-	Incarnations int `json:"relay_processes"`
+	RelayExits       int `json:"relay_exits_on_their_own"`
+	Incarnations     int `json:"relay_processes"`
 
 	Polled       int `json:"records_polled"`
 	Redeliveries int `json:"redeliveries"`
