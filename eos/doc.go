@@ -16,28 +16,37 @@
 // Every transaction also writes a Claim per source partition it touches to
 // the ledger topic. Each instance tails the ledger read_uncommitted with
 // control records and keeps an Index: per source partition, the committed
-// offsets (an IntervalSet) and the pending claims in ledger order. A claim's
-// fate is the next commit/abort marker of its producer id in its ledger
-// partition — sound only under transaction.version 2 (KIP-890), which
-// OpenLedger checks.
+// offsets (an IntervalSet) and the claims not yet resolved, in ledger
+// order. A claim written at producer epoch E is resolved only by its
+// producer's marker at E+1 — transaction.version 2 (KIP-890), which
+// OpenLedger checks, bumps the epoch at every end of a transaction and
+// writes the markers with the bumped epoch. A claim whose producer shows a
+// later epoch first lost its marker (a broker killed with markers in
+// flight drops them): it is orphaned, keeps blocking its offsets, and is
+// settled by a Resolution record that a resolver writes once the
+// transaction's outputs show its outcome to read_committed readers.
 //
 // Invariants:
 //
 //  1. A worker commits a transaction only after its reader applied the
 //     transaction's claims, and no offset of them is committed or covered by
-//     an earlier pending claim (Index.Check). Hence no source offset is ever
-//     committed by two transactions.
+//     an earlier unresolved claim (Index.Check). Hence no source offset is
+//     ever committed by two transactions.
 //  2. Earlier claims of the worker's own producer id count like any other's:
 //     a transactional id keeps its producer id across transactions.
-//  3. Nothing is pruned by the share-partition start offset; memory is
+//  3. A claim is committed only on evidence of its own transaction's
+//     commit: its own marker (E+1), or a resolution from its own outputs.
+//     Never on another transaction's marker.
+//  4. Nothing is pruned by the share-partition start offset; memory is
 //     bounded by holes in the committed sets, which collapse as offsets
 //     commit.
-//  4. A snapshot carries the claims pending at its position, with their
-//     producer ids; without them a marker read after it could not resolve
-//     them.
-//  5. Waits are only on earlier claims and are bounded (ClaimWait); a
-//     timeout aborts, which is always safe. Safety never depends on clocks,
-//     locks or delivery counts — they only affect liveness.
+//  5. A snapshot carries the claims unresolved at its position, with their
+//     producer ids, epochs and orphan state; without them a marker read
+//     after it could not resolve them.
+//  6. Waits are only on earlier claims and are bounded (ClaimWait); a
+//     timeout aborts and releases, which is always safe. Safety never
+//     depends on clocks, locks or delivery counts — they only affect
+//     liveness.
 //
 // docs/exactly-once.md has the full argument, the failure windows and
 // their tests, and what is not covered.
