@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sharerelay/sharerelay/internal/kafkaerr"
 )
 
 // LedgerConfig configures a Ledger.
@@ -125,6 +127,13 @@ type Ledger struct {
 	unsettled   int
 	resolveKick chan struct{}
 
+	// failed is closed, and failure set, when the ledger can no longer be
+	// read (its topic deleted or recreated, reading not authorized).
+	failed  chan struct{}
+	failure error
+
+	topicID [16]byte // the ledger topic's ID when opened
+
 	reader   *kgo.Client
 	snap     *kgo.Client
 	resolver *kgo.Client // writes resolution records to chosen partitions
@@ -149,7 +158,7 @@ func OpenLedger(ctx context.Context, cfg LedgerConfig) (*Ledger, error) {
 	cfg.defaults()
 	start := time.Now()
 	l := &Ledger{cfg: cfg, log: cfg.Logger.With("ledger", cfg.Topic), changed: make(chan struct{}),
-		stale: map[Pos]bool{}, resolveKick: make(chan struct{}, 1)}
+		stale: map[Pos]bool{}, resolveKick: make(chan struct{}, 1), failed: make(chan struct{})}
 
 	// A short metadata age: the topics may be created just below.
 	admCl, err := kgo.NewClient(append(append([]kgo.Opt{}, cfg.ClientOpts...), kgo.MetadataMinAge(100*time.Millisecond))...)
@@ -312,17 +321,45 @@ func (l *Ledger) broadcast() {
 	l.changed = make(chan struct{})
 }
 
-// read tails the ledger and applies every record to the index.
+// read tails the ledger and applies every record to the index. A fetch
+// error is logged once and retried with a growing pause; when the ledger
+// topic is gone (deleted or recreated) or cannot be read for good, the
+// ledger fails (Failed) with one clear error: it holds the exactly-once
+// state, and nothing can be committed safely without it.
 func (l *Ledger) read(ctx context.Context) {
 	defer l.wg.Done()
+	var backoff time.Duration
+	var lastErr string
 	for {
 		fs := l.reader.PollFetches(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		fs.EachError(func(t string, p int32, err error) {
-			l.log.Warn("reading the ledger", "partition", p, "err", err)
+		var ferr error
+		fs.EachError(func(_ string, p int32, err error) {
+			if ferr == nil {
+				ferr = fmt.Errorf("reading %s[%d]: %w", l.cfg.Topic, p, err)
+			}
 		})
+		if ferr != nil {
+			if kafkaerr.Classify(ferr) == kafkaerr.Destination {
+				if gone := l.checkTopic(ctx); gone != nil {
+					l.fail(gone)
+					return
+				}
+			}
+			backoff = min(max(2*backoff, 100*time.Millisecond), 10*time.Second)
+			if msg := ferr.Error(); msg != lastErr {
+				lastErr = msg
+				l.log.Warn("reading the ledger failed; retrying", "err", ferr, "backoff", backoff)
+			}
+			if !sleep(ctx, backoff) {
+				return
+			}
+		} else if backoff > 0 {
+			l.log.Info("reading the ledger again")
+			backoff, lastErr = 0, ""
+		}
 		l.mu.Lock()
 		before := l.idx.Stats().Orphans
 		fs.EachRecord(l.apply)
@@ -334,6 +371,62 @@ func (l *Ledger) read(ctx context.Context) {
 		}
 		l.broadcast()
 		l.mu.Unlock()
+	}
+}
+
+// checkTopic returns an error when the ledger topic no longer is the one
+// opened: deleted, recreated, or not readable.
+func (l *Ledger) checkTopic(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	td, err := kadm.NewClient(l.reader).ListTopics(cctx, l.cfg.Topic)
+	if err != nil {
+		return nil // cannot tell: keep retrying
+	}
+	d, ok := td[l.cfg.Topic]
+	switch {
+	case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+		return fmt.Errorf("%w: %s was deleted; restore it, or raise ledger.generation to start a new one (records already relayed would be relayed again)", ErrLedgerLost, l.cfg.Topic)
+	case d.Err != nil && kafkaerr.Classify(d.Err) == kafkaerr.Destination:
+		return fmt.Errorf("%w: %s cannot be read: %w", ErrLedgerLost, l.cfg.Topic, d.Err)
+	case d.Err == nil && l.topicID != ([16]byte{}) && d.ID != l.topicID:
+		return fmt.Errorf("%w: %s was deleted and recreated; its claims are gone: restore it, or raise ledger.generation to start a new one", ErrLedgerLost, l.cfg.Topic)
+	}
+	return nil
+}
+
+// ErrLedgerLost means the claim ledger can no longer be read: the
+// exactly-once state is gone, and the relay must stop.
+var ErrLedgerLost = errors.New("eos: the claim ledger is lost")
+
+func (l *Ledger) fail(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failure == nil {
+		l.failure = err
+		l.log.Error("the claim ledger is lost; stopping", "err", err)
+		close(l.failed)
+	}
+}
+
+// Failed is closed when the ledger can no longer be read; Err says why.
+func (l *Ledger) Failed() <-chan struct{} { return l.failed }
+
+// Err returns why the ledger failed, or nil.
+func (l *Ledger) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failure
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -451,6 +544,9 @@ func (l *Ledger) ensureTopics(ctx context.Context, adm *kadm.Client) error {
 			return fmt.Errorf("eos: looking up %s: %w", t.name, err)
 		}
 		if d, ok := td[t.name]; ok && d.Err == nil {
+			if t.name == l.cfg.Topic {
+				l.topicID = d.ID
+			}
 			if t.name == l.cfg.Topic && int32(len(d.Partitions)) != t.parts {
 				return fmt.Errorf("eos: ledger %s has %d partitions, the pipeline expects %d (never change a ledger's partition count)", t.name, len(d.Partitions), t.parts)
 			}
@@ -462,6 +558,9 @@ func (l *Ledger) ensureTopics(ctx context.Context, adm *kadm.Client) error {
 		}
 		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return fmt.Errorf("eos: creating %s: %w", t.name, err)
+		}
+		if t.name == l.cfg.Topic && err == nil {
+			l.topicID = resp.ID
 		}
 		l.log.Info("created topic", "topic", t.name, "partitions", t.parts, "replication_factor", rf, "configs", flatten(t.cfg))
 	}

@@ -39,6 +39,17 @@ const (
 	DLQStageTransformation   = "TRANSFORMATION"
 	DLQKindPermanent         = "permanent"
 	DLQKindAttemptsExhausted = "attempts-exhausted"
+	// DLQStageProduce and DLQKindWrite mark a record whose outputs the
+	// cluster refuses for good (too large for the topic or the client,
+	// invalid): Connect's KAFKA_PRODUCE stage.
+	DLQStageProduce = "KAFKA_PRODUCE"
+	DLQKindWrite    = "write"
+	// HeaderDLQValueOmitted, on a dead letter that would itself be too
+	// large, holds the size in bytes of the source value left out;
+	// HeaderDLQHeadersOmitted the number of source headers left out.
+	HeaderDLQValueOmitted   = DLQPrefix + "value.omitted.bytes"
+	HeaderDLQHeadersOmitted = DLQPrefix + "headers.omitted"
+	HeaderDLQKeyOmitted     = DLQPrefix + "key.omitted.bytes"
 )
 
 // Source is a source record's coordinates.

@@ -43,6 +43,19 @@ type Metrics struct {
 	InvariantBreaks  prometheus.Counter
 	WorkersRunning   prometheus.Gauge
 
+	// Everyday failures: what could not be written, and why the relay
+	// waits.
+	WriteFailures          *prometheus.CounterVec
+	RecordsRejected        *prometheus.CounterVec
+	DeadLettersTruncated   *prometheus.CounterVec
+	ReleasedOnLastDelivery *prometheus.CounterVec
+	AmbiguousCommits       *prometheus.CounterVec
+	Paused                 *prometheus.GaugeVec
+	Ready                  prometheus.Gauge
+	LockBudget             *prometheus.HistogramVec
+	LockDuration           prometheus.Gauge
+	ShareGroupLag          *prometheus.GaugeVec
+
 	ledger atomic.Pointer[func() LedgerStats]
 }
 
@@ -106,6 +119,34 @@ func New(reg prometheus.Registerer, pipeline string) *Metrics {
 		}),
 	}
 	reg.MustRegister(m.BatchSeconds, m.InvariantBreaks, m.WorkersRunning)
+
+	m.WriteFailures = counter("write_failures_total", "Transactions that failed while writing, by class: record (an output the cluster refuses for good: its source record is dead-lettered), destination (a topic missing, recreated or not writable: the worker pauses), cluster (unreachable or slow: the worker pauses).", "worker", "class")
+	m.RecordsRejected = counter("records_rejected_total", "Source records dead-lettered because the cluster refuses their outputs for good (too large for the topic or the client, invalid).", "worker")
+	m.DeadLettersTruncated = counter("dead_letters_truncated_total", "Dead letters too large for the dead-letter topic, written again without the source value and headers (then key).", "worker")
+	m.ReleasedOnLastDelivery = counter("released_on_last_delivery_total", "Records the relay released on their last delivery: the broker archives them without output. Should stay 0.", "worker")
+	m.AmbiguousCommits = counter("ambiguous_commits_total", "Commits whose EndTxn answer was lost (each also counts as transactions_total{outcome=\"unknown\"}), by how the claim ledger resolved them: committed, not-committed, unresolved (released).", "worker", "resolution")
+	m.Paused = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "sharerelay", Name: "worker_paused", ConstLabels: c,
+		Help: "1 while a worker is paused (taking no records, holding its batch), with the reason.",
+	}, []string{"worker", "reason"})
+	m.Ready = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "sharerelay", Name: "ready", ConstLabels: c,
+		Help: "1 while the relay has started and every worker can make progress (what /readyz reports).",
+	})
+	m.LockBudget = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "sharerelay", Name: "lock_budget_ratio", ConstLabels: c,
+		Help:    "A batch's time from poll to acknowledgement divided by the share group's record lock duration: above 1 its locks expired (without renewal) and its records were delivered again.",
+		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 1, 1.5, 2},
+	}, []string{"worker"})
+	m.LockDuration = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "sharerelay", Name: "lock_duration_seconds", ConstLabels: c,
+		Help: "The share group's effective record lock duration.",
+	})
+	m.ShareGroupLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "sharerelay", Name: "share_group_lag", ConstLabels: c,
+		Help: "Records of a source partition not yet acknowledged by the share group, from the broker's share-group offsets (every instance reports the same value: aggregate with max).",
+	}, []string{"topic", "partition"})
+	reg.MustRegister(m.Paused, m.Ready, m.LockBudget, m.LockDuration, m.ShareGroupLag)
 
 	gauge := func(name, help string, labels prometheus.Labels, f func(LedgerStats) float64) {
 		l := prometheus.Labels{"pipeline": pipeline}

@@ -13,12 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Server serves /metrics, /healthz (the process is up) and /readyz (the
-// relay has finished its start-up checks and its workers are running).
+// Server serves /metrics, /healthz (the process is up) and /readyz (what
+// the readiness function says: 200 "ready", or 503 with the reason).
 type Server struct {
 	srv   *http.Server
 	ln    net.Listener
-	ready atomic.Bool
+	ready atomic.Pointer[func() (bool, string)]
 }
 
 // Listen binds addr and prepares the handlers; Serve starts serving.
@@ -34,8 +34,12 @@ func Listen(addr string, g prometheus.Gatherer) (*Server, error) {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !s.ready.Load() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
+		ok, why := false, "starting"
+		if f := s.ready.Load(); f != nil {
+			ok, why = (*f)()
+		}
+		if !ok {
+			http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ready")
@@ -47,8 +51,9 @@ func Listen(addr string, g prometheus.Gatherer) (*Server, error) {
 // Addr returns the bound address.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// SetReady sets what /readyz reports.
-func (s *Server) SetReady(v bool) { s.ready.Store(v) }
+// SetReadiness sets what /readyz asks: whether the relay is ready, and if
+// not, why.
+func (s *Server) SetReadiness(f func() (bool, string)) { s.ready.Store(&f) }
 
 // Serve serves until ctx is cancelled, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context) error {

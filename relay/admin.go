@@ -200,3 +200,27 @@ func checkTopics(ctx context.Context, adm *kadm.Client, names []string) (map[str
 	}
 	return td, nil
 }
+
+// maxMessageBytes returns each topic's max.message.bytes: the largest
+// record batch it takes.
+func maxMessageBytes(ctx context.Context, adm *kadm.Client, topics []string) (map[string]int, error) {
+	rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("describing the configs of %v: %w", topics, err)
+	}
+	out := make(map[string]int, len(topics))
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			return nil, fmt.Errorf("describing the configs of %s: %w", rc.Name, rc.Err)
+		}
+		for _, c := range rc.Configs {
+			if c.Key != "max.message.bytes" || c.Value == nil {
+				continue
+			}
+			if v, err := strconv.Atoi(*c.Value); err == nil && v > 0 {
+				out[rc.Name] = v
+			}
+		}
+	}
+	return out, nil
+}

@@ -13,11 +13,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/eos"
+	"github.com/sharerelay/sharerelay/internal/kafkaerr"
 	"github.com/sharerelay/sharerelay/metrics"
 	"github.com/sharerelay/sharerelay/transform"
 	"github.com/sharerelay/sharerelay/txn"
@@ -62,13 +65,24 @@ type Relay struct {
 	chain  *transform.Chain
 	m      *metrics.Metrics
 	log    *slog.Logger
-	limits ShareLimits
-	// attempt is the number of deliveries a retryable failure gets before
-	// it is dead-lettered; refreshed while running (group configs can
-	// change under the relay).
-	attempt atomic.Int32
-	ledger  *eos.Ledger // delivery: exactly-once
+	limits limits
+	health *health
+	ledger *eos.Ledger // delivery: exactly-once
+	// sizes are the topics' max.message.bytes, refreshed while running.
+	sizes atomic.Pointer[map[string]int]
 }
+
+// limits are the share group's settings the workers depend on, refreshed
+// while running (group configs can change under the relay).
+type limits struct {
+	attemptsV atomic.Int32 // deliveries a retryable failure gets before its dead letter
+	limitV    atomic.Int32 // the group's delivery count limit
+	lockMs    atomic.Int64 // the group's record lock duration
+}
+
+func (l *limits) attempts() int32     { return l.attemptsV.Load() }
+func (l *limits) deliveryLimit() int  { return int(l.limitV.Load()) }
+func (l *limits) lock() time.Duration { return time.Duration(l.lockMs.Load()) * time.Millisecond }
 
 // New validates opts and builds the transform chain. It does not touch
 // Kafka.
@@ -98,14 +112,21 @@ func New(opts Options) (*Relay, error) {
 		log = slog.Default()
 	}
 	log = log.With("pipeline", opts.Pipeline.Name, "instance", opts.Instance)
+	m := metrics.New(reg, opts.Pipeline.Name)
 	return &Relay{
-		opts:  opts,
-		p:     opts.Pipeline,
-		chain: chain,
-		m:     metrics.New(reg, opts.Pipeline.Name),
-		log:   log,
+		opts:   opts,
+		p:      opts.Pipeline,
+		chain:  chain,
+		m:      m,
+		log:    log,
+		health: newHealth(log, m),
 	}, nil
 }
+
+// Ready reports whether the relay can make progress — started, and every
+// worker able to take and write records — and if not, why. It is what
+// /readyz serves.
+func (r *Relay) Ready() (bool, string) { return r.health.Ready() }
 
 // Metrics returns the relay's metrics.
 func (r *Relay) Metrics() *metrics.Metrics { return r.m }
@@ -123,26 +144,37 @@ func (r *Relay) clientOpts(extra ...kgo.Opt) []kgo.Opt {
 
 // Run checks the cluster, sets the share group's configs, starts the workers
 // and blocks until ctx is cancelled and every worker has finished its batch
-// in flight, acknowledged it, and left the group. It returns an error if the
-// start-up checks fail or a worker has to stop (fenced).
+// in flight, acknowledged it, and left the group. While the cluster cannot
+// be reached it waits (not ready), retrying with backoff. It returns an
+// error if a start-up check fails for a reason waiting cannot cure (a topic
+// missing, a permission denied), the claim ledger is lost, or a worker has
+// to stop (fenced).
 func (r *Relay) Run(ctx context.Context) error {
-	topicIDs, err := r.prepare(ctx)
+	defer r.health.stop()
+	var topicIDs map[string][16]byte
+	err := r.retry(ctx, "connecting to the cluster", func() (err error) {
+		topicIDs, err = r.prepare(ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	if r.p.Delivery == config.ExactlyOnce {
-		r.ledger, err = eos.OpenLedger(ctx, eos.LedgerConfig{
-			ClientOpts: r.clientOpts(),
-			Topic:      r.p.Ledger.Topic,
-			Gen:        int64(r.p.Ledger.Generation),
-			// Longer than the transaction timeout: a crashed writer's
-			// claim is aborted by its coordinator before we give up.
-			ClaimWait:          r.p.Output.TransactionTimeout + 5*time.Second,
-			TransactionTimeout: r.p.Output.TransactionTimeout,
-			OutputTopics:       r.p.OutputTopics(),
-			Markers:            r.opts.LedgerMarkers,
-			Instance:           r.opts.Instance,
-			Logger:             r.log,
+		err := r.retry(ctx, "opening the claim ledger", func() (err error) {
+			r.ledger, err = eos.OpenLedger(ctx, eos.LedgerConfig{
+				ClientOpts: r.clientOpts(),
+				Topic:      r.p.Ledger.Topic,
+				Gen:        int64(r.p.Ledger.Generation),
+				// Longer than the transaction timeout: a crashed writer's
+				// claim is aborted by its coordinator before we give up.
+				ClaimWait:          r.p.Output.TransactionTimeout + 5*time.Second,
+				TransactionTimeout: r.p.Output.TransactionTimeout,
+				OutputTopics:       r.p.OutputTopics(),
+				Markers:            r.opts.LedgerMarkers,
+				Instance:           r.opts.Instance,
+				Logger:             r.log,
+			})
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("relay: opening the claim ledger: %w", err)
@@ -157,6 +189,17 @@ func (r *Relay) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return r.watchTopicIDs(gctx, topicIDs) })
 	g.Go(func() error { return r.refreshLimits(gctx, 30*time.Second) })
+	g.Go(func() error { return r.watchLag(gctx, 15*time.Second) })
+	if r.ledger != nil {
+		g.Go(func() error {
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-r.ledger.Failed():
+				return fmt.Errorf("relay: stopping: %w", r.ledger.Err())
+			}
+		})
+	}
 	var ready sync.WaitGroup
 	ready.Add(r.p.Workers)
 	for i := 0; i < r.p.Workers; i++ {
@@ -166,6 +209,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	go func() { ready.Wait(); close(readyC) }()
 	select {
 	case <-readyC:
+		r.health.setStarting("")
 		r.log.Info("relay running", "workers", r.p.Workers)
 		if r.opts.OnReady != nil {
 			r.opts.OnReady()
@@ -175,6 +219,45 @@ func (r *Relay) Run(ctx context.Context) error {
 	err = g.Wait()
 	r.log.Info("relay stopped", "err", err)
 	return err
+}
+
+// retry runs start until it succeeds, fails for a reason waiting cannot
+// cure, or ctx ends. While the cluster cannot be reached the relay is not
+// ready; the outage is logged when it starts, every 30 s, and when it
+// ends.
+func (r *Relay) retry(ctx context.Context, what string, start func() error) error {
+	began, logged := time.Now(), time.Time{}
+	for attempt := 1; ; attempt++ {
+		err := start()
+		if err == nil {
+			if attempt > 1 {
+				r.log.Info(what+": done", "after", time.Since(began).Round(time.Millisecond), "attempts", attempt)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !transient(err) {
+			return err
+		}
+		r.health.setStarting(what + ": " + err.Error())
+		backoff := min(time.Duration(attempt)*500*time.Millisecond, 10*time.Second)
+		if time.Since(logged) >= outageLogEvery {
+			r.log.Warn(what+" failed; retrying", "err", err, "attempt", attempt, "for", time.Since(began).Round(time.Second), "backoff", backoff)
+			logged = time.Now()
+		}
+		if !sleepCtx(ctx, backoff) {
+			return ctx.Err()
+		}
+	}
+}
+
+// transient reports whether a start-up error is worth waiting out: the
+// cluster could not be reached, or answered with a retriable error.
+func transient(err error) bool {
+	var ke *kerr.Error
+	return kafkaerr.Unreachable(err) || errors.As(err, &ke) && ke.Retriable
 }
 
 // every runs check every interval with a client of its own until ctx ends
@@ -199,18 +282,47 @@ func (r *Relay) every(ctx context.Context, interval time.Duration, check func(*k
 	}
 }
 
-// watchTopicIDs stops the relay when a source topic is deleted and
-// recreated while it runs: claims are keyed by topic ID, and the workers
-// resolved the IDs at start.
+// watchTopicIDs watches the source topics while the relay runs: a topic
+// deleted and recreated stops the relay (claims are keyed by topic ID, and
+// the workers resolved the IDs at start); a deleted one is reported (the
+// relay is not ready, the share group delivers nothing from it).
 func (r *Relay) watchTopicIDs(ctx context.Context, ids map[string][16]byte) error {
+	const source = -1 // the health slot of the source topics
 	return r.every(ctx, 10*time.Second, func(cl *kgo.Client) error {
 		td, err := kadm.NewClient(cl).ListTopics(ctx, r.p.Source.Topics...)
 		if err != nil {
-			return nil // try again next time
+			return nil // try again next time; the workers report outages
 		}
+		var gone []string
 		for name, id := range ids {
-			if d, ok := td[name]; ok && d.Err == nil && d.ID != id {
+			d, ok := td[name]
+			switch {
+			case ok && d.Err == nil && d.ID != id:
 				return fmt.Errorf("relay: source topic %s was recreated (topic ID changed) while running; restart the relay", name)
+			case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+				gone = append(gone, name)
+			}
+		}
+		if len(gone) > 0 {
+			r.health.paused(source, "source topic deleted", fmt.Errorf("source topics %v do not exist any more", gone))
+		} else {
+			r.health.fine(source)
+		}
+		return nil
+	})
+}
+
+// watchLag publishes the share group's lag per source partition, from the
+// broker's share-group offsets.
+func (r *Relay) watchLag(ctx context.Context, interval time.Duration) error {
+	return r.every(ctx, interval, func(cl *kgo.Client) error {
+		lag, err := audit.ShareGroupLag(ctx, kadm.NewClient(cl), r.p.Source.Group, r.p.Source.Topics...)
+		if err != nil {
+			return nil
+		}
+		for t, ps := range lag {
+			for p, l := range ps {
+				r.m.ShareGroupLag.WithLabelValues(t, strconv.Itoa(int(p))).Set(float64(l))
 			}
 		}
 		return nil
@@ -236,6 +348,12 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 	for _, t := range r.p.Source.Topics {
 		ids[t] = td[t].ID
 	}
+	sizes, err := maxMessageBytes(ctx, adm, r.p.OutputTopics())
+	if err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	r.sizes.Store(&sizes)
+	r.log.Info("largest record batches the topics take (max.message.bytes)", "bytes", sizes)
 
 	if r.p.Source.ManageGroupConfig == nil || *r.p.Source.ManageGroupConfig {
 		cfgs := map[string]string{
@@ -260,22 +378,23 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 		r.log.Info("share group configs left alone (source.manage_group_config: false)", "group", r.p.Source.Group)
 	}
 
-	r.limits, err = EffectiveShareLimits(ctx, cl, r.p.Source.Group)
+	l, err := EffectiveShareLimits(ctx, cl, r.p.Source.Group)
 	if err != nil {
-		r.log.Warn("could not read the share group's delivery limit; assuming Kafka's default", "limit", r.limits.DeliveryCountLimit, "err", err)
+		r.log.Warn("could not read the share group's delivery limit; assuming Kafka's default", "limit", l.DeliveryCountLimit, "err", err)
 	}
-	r.setAttempts(r.limits)
-	r.log.Info("delivery limits", "delivery_count_limit", r.limits.DeliveryCountLimit, "from", r.limits.From,
-		"max_attempts", r.attempt.Load(), "lock_duration_ms", r.limits.LockDurationMs, "delivery", r.p.Delivery)
-	if r.p.Delivery == config.ExactlyOnce && r.p.Output.TransactionTimeout >= time.Duration(r.limits.LockDurationMs)*time.Millisecond {
+	r.setLimits(l)
+	r.log.Info("delivery limits", "delivery_count_limit", l.DeliveryCountLimit, "from", l.From,
+		"max_attempts", r.limits.attempts(), "lock_duration_ms", l.LockDurationMs, "delivery", r.p.Delivery)
+	if r.p.Delivery == config.ExactlyOnce && r.p.Output.TransactionTimeout >= time.Duration(l.LockDurationMs)*time.Millisecond {
 		r.log.Warn("output.transaction_timeout is not below the share lock duration: a crashed worker's claim may outlive the lock of the records it blocks",
-			"transaction_timeout", r.p.Output.TransactionTimeout, "lock_duration_ms", r.limits.LockDurationMs)
+			"transaction_timeout", r.p.Output.TransactionTimeout, "lock_duration_ms", l.LockDurationMs)
 	}
 	return ids, nil
 }
 
-// setAttempts derives the attempts a failing record gets from the limits.
-func (r *Relay) setAttempts(l ShareLimits) {
+// setLimits derives the attempts a failing record gets from the group's
+// limits, and publishes them to the workers.
+func (r *Relay) setLimits(l ShareLimits) {
 	a := int32(r.p.DeadLetter.MaxAttempts)
 	if a == 0 {
 		// Keep the broker's last delivery as a spare: a crash during
@@ -287,7 +406,10 @@ func (r *Relay) setAttempts(l ShareLimits) {
 		r.log.Warn("dead_letter.max_attempts leaves no spare delivery: a crash during the last attempt lets the broker archive the record without a dead letter",
 			"max_attempts", a, "delivery_count_limit", l.DeliveryCountLimit)
 	}
-	if old := r.attempt.Swap(a); old != 0 && old != a {
+	r.limits.limitV.Store(int32(l.DeliveryCountLimit))
+	r.limits.lockMs.Store(int64(l.LockDurationMs))
+	r.m.LockDuration.Set(float64(l.LockDurationMs) / 1000)
+	if old := r.limits.attemptsV.Swap(a); old != 0 && old != a {
 		r.log.Info("share group delivery limit changed", "delivery_count_limit", l.DeliveryCountLimit, "max_attempts", a)
 	}
 }
@@ -298,10 +420,24 @@ func (r *Relay) setAttempts(l ShareLimits) {
 func (r *Relay) refreshLimits(ctx context.Context, interval time.Duration) error {
 	return r.every(ctx, interval, func(cl *kgo.Client) error {
 		if l, err := EffectiveShareLimits(ctx, cl, r.p.Source.Group); err == nil {
-			r.setAttempts(l)
+			r.setLimits(l)
+		}
+		if sizes, err := maxMessageBytes(ctx, kadm.NewClient(cl), r.p.OutputTopics()); err == nil {
+			r.sizes.Store(&sizes)
 		}
 		return nil
 	})
+}
+
+// maxBatch is the producers' batch limit: the largest max.message.bytes
+// of the topics written, so the client refuses no record a topic takes
+// (write keeps each topic's batches within that topic's limit).
+func (r *Relay) maxBatch() int32 {
+	m := 0
+	for _, v := range *r.sizes.Load() {
+		m = max(m, v)
+	}
+	return int32(m)
 }
 
 // runWorker creates worker i's clients, runs its loop, and tears it down:
@@ -312,25 +448,29 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 	txnID := r.TransactionalID(i)
 
 	newProducer := func(ctx context.Context) (*txn.Producer, error) {
-		return retryStart(ctx, log, "transactional producer", func() (*txn.Producer, error) {
-			return txn.New(ctx, txn.Config{
-				Seeds:              r.p.Brokers,
-				TransactionalID:    txnID,
-				TransactionTimeout: r.p.Output.TransactionTimeout,
-				ClientID:           txnID,
-				Extra:              r.opts.ClientOpts,
-			})
+		return txn.New(ctx, txn.Config{
+			Seeds:              r.p.Brokers,
+			TransactionalID:    txnID,
+			TransactionTimeout: r.p.Output.TransactionTimeout,
+			ClientID:           txnID,
+			MaxBatchBytes:      r.maxBatch(),
+			Extra:              r.opts.ClientOpts,
 		})
 	}
-	prod, err := newProducer(ctx)
+	var prod *txn.Producer
+	err := r.retry(ctx, "creating the transactional producer", func() (err error) {
+		prod, err = newProducer(ctx)
+		return err
+	})
 	if err != nil {
 		ready()
-		return err
+		return fmt.Errorf("relay: worker %d: %w", i, err)
 	}
 
 	guard, err := r.newGuard(txnID)
 	if err != nil {
 		ready()
+		prod.Close()
 		return fmt.Errorf("relay: worker %d: %w", i, err)
 	}
 	if r.opts.WrapGuard != nil {
@@ -362,17 +502,19 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 	)...)
 	if err != nil {
 		ready()
+		prod.Close()
 		return fmt.Errorf("relay: worker %d: creating share consumer: %w", i, err)
 	}
 	w := &worker{
 		id: i, label: label, pipeline: r.p.Name,
-		outputTopic: r.p.Output.Topic, dlqTopic: r.p.DeadLetter.Topic,
-		maxAttempts: &r.attempt, txnTimeout: r.p.Output.TransactionTimeout, pollTimeout: r.p.Batch.PollTimeout,
+		outputTopic: r.p.Output.Topic, dlqTopic: r.p.DeadLetter.Topic, writes: r.p.OutputTopics(),
+		limits: &r.limits, txnTimeout: r.p.Output.TransactionTimeout, pollTimeout: r.p.Batch.PollTimeout,
 		topicIDs: topicIDs, renewEvery: r.renewEvery(),
 		src: &shareSource{cl: cons, max: r.p.Batch.MaxRecords, onUnresolved: func(n int) {
 			r.m.InvariantBreaks.Add(float64(n))
 		}},
-		prod: prod, newProducer: newProducer, guard: guard, chain: r.chain, m: r.m, log: log, now: time.Now,
+		prod: prod, newProducer: newProducer, guard: guard, chain: r.chain, m: r.m, health: r.health, log: log, now: time.Now,
+		sizes: func() map[string]int { return *r.sizes.Load() },
 	}
 	defer func() { w.prod.Close() }()
 	ready()
@@ -381,8 +523,10 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 
 	// Teardown: every batch is acknowledged by now; send the
 	// acknowledgements, then leave the group (which releases anything
-	// the client still buffers).
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	// the client still buffers). One short budget for both: with the
+	// broker gone they cannot succeed, and the records' locks expire
+	// anyway.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := cons.FlushAcks(fctx); err != nil {
 		log.Warn("flushing acknowledgements at shutdown", "err", err)
@@ -391,6 +535,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		log.Warn("leaving the share group", "err", err)
 	}
 	cons.Close()
+	r.health.fine(i)
 	log.Info("worker stopped", "err", runErr)
 	return runErr
 }
@@ -400,7 +545,7 @@ func (r *Relay) renewEvery() time.Duration {
 	if r.p.Batch.RenewLocks != nil && !*r.p.Batch.RenewLocks {
 		return 0
 	}
-	return time.Duration(r.limits.LockDurationMs) * time.Millisecond / 3
+	return r.limits.lock() / 3
 }
 
 // newGuard returns the delivery protocol of the worker with txnID.
@@ -412,24 +557,6 @@ func (r *Relay) newGuard(txnID string) (eos.Guard, error) {
 		return r.ledger.Guard(txnID), nil
 	default:
 		return nil, fmt.Errorf("unknown delivery %q", r.p.Delivery)
-	}
-}
-
-// retryStart calls start until it succeeds or ctx ends, so a relay started
-// while the broker is restarting waits for it instead of exiting.
-func retryStart[T any](ctx context.Context, log *slog.Logger, what string, start func() (T, error)) (T, error) {
-	backoff := 250 * time.Millisecond
-	for {
-		v, err := start()
-		if err == nil {
-			return v, nil
-		}
-		if errors.Is(err, txn.ErrFenced) || ctx.Err() != nil {
-			return v, fmt.Errorf("relay: starting %s: %w", what, err)
-		}
-		log.Warn("starting "+what+" failed; retrying", "err", err, "backoff", backoff)
-		sleepCtx(ctx, backoff)
-		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
@@ -252,7 +254,9 @@ func TestAPanickingTransformDeadLettersOnlyThatRecord(t *testing.T) {
 	}
 }
 
-func TestAnAbortedTransactionReleasesItsRecordsAndTheyAreCopiedLater(t *testing.T) {
+// A transaction that fails for a reason retrying cures is aborted and
+// written again with the records still held: no delivery is spent.
+func TestAFailedTransactionIsWrittenAgainWithoutSpendingADelivery(t *testing.T) {
 	c := fakeCluster(t)
 	seedOrders(t, c, 100)
 	if err := failpoint.Enable(failpoint.BeforeCommit + "=error@1"); err != nil {
@@ -271,8 +275,11 @@ func TestAnAbortedTransactionReleasesItsRecordsAndTheyAreCopiedLater(t *testing.
 	if v := testutil.ToFloat64(m.Transactions.WithLabelValues("0", "aborted")) + testutil.ToFloat64(m.Transactions.WithLabelValues("1", "aborted")); v != 1 {
 		t.Fatalf("aborted transactions = %v, want 1", v)
 	}
-	if v := testutil.ToFloat64(m.Redeliveries.WithLabelValues("0")) + testutil.ToFloat64(m.Redeliveries.WithLabelValues("1")); v < 1 {
-		t.Fatalf("redeliveries = %v: the aborted batch's records were not released and delivered again", v)
+	if v := testutil.ToFloat64(m.Redeliveries.WithLabelValues("0")) + testutil.ToFloat64(m.Redeliveries.WithLabelValues("1")); v != 0 {
+		t.Fatalf("redeliveries = %v: the failed transaction's records were released instead of held", v)
+	}
+	if v := testutil.ToFloat64(m.WriteFailures.WithLabelValues("0", "cluster")) + testutil.ToFloat64(m.WriteFailures.WithLabelValues("1", "cluster")); v != 1 {
+		t.Fatalf("write_failures_total{class=cluster} = %v, want 1", v)
 	}
 }
 
@@ -290,5 +297,119 @@ func TestRetryableFailuresAreDeadLetteredOnTheLastAttempt(t *testing.T) {
 	}
 	if v := testutil.ToFloat64(r.Metrics().Redeliveries.WithLabelValues("0")) + testutil.ToFloat64(r.Metrics().Redeliveries.WithLabelValues("1")); v != 9 {
 		t.Fatalf("redeliveries = %v, want 9 (3 records × deliveries 2..4)", v)
+	}
+}
+
+// setTopicConfig sets a topic config on the fake cluster.
+func setTopicConfig(t *testing.T, c *kfake.Cluster, topic, key, value string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).AlterTopicConfigs(context.Background(), []kadm.AlterConfig{{Name: key, Value: &value}}, topic)
+	if err == nil {
+		_, err = resp.On(topic, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// seedBig writes order n with a value of size bytes that does not
+// compress (random).
+func seedBig(t *testing.T, c *kfake.Cluster, n, size int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ProducerBatchMaxBytes(16<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	v := make([]byte, size)
+	rand.Read(v)
+	v = fmt.Appendf(v[:0], `{"order_id":%d,"blob":"%x"}`, n, v[:size/2-30])
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "orders", Key: strconv.AppendInt(nil, int64(n), 10), Value: v}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func deadLetters(t *testing.T, c *kfake.Cluster) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics("jobs.dlq"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return cl.PollFetches(ctx).Records()
+}
+
+func headerMap(r *kgo.Record) map[string]string {
+	h := map[string]string{}
+	for _, x := range r.Headers {
+		h[x.Key] = string(x.Value)
+	}
+	return h
+}
+
+// A record too large for the output topic is dead-lettered at once (kind
+// write, the reason in the headers) instead of failing every transaction
+// until the broker archives it; the rest of its batch is written.
+func TestARecordTooLargeForTheOutputTopicIsDeadLetteredNotRetried(t *testing.T) {
+	c := fakeCluster(t)
+	setTopicConfig(t, c, "jobs", "max.message.bytes", "3000")
+	seedOrders(t, c, 20)
+	seedBig(t, c, 21, 6000)
+	seedOrders(t, c, 19) // orders 1..19 again: 40 records in all
+	r, err := New(Options{Pipeline: pipeline(t, c, ""), Instance: "t", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, dlq := runUntil(t, r, c, 40)
+	if jobs.Records != 39 || dlq.Records != 1 {
+		t.Fatalf("jobs %d, dead letters %d; want 39 and 1", jobs.Records, dlq.Records)
+	}
+	dl := deadLetters(t, c)[0]
+	h := headerMap(dl)
+	if string(dl.Key) != "21" || h[lineage.HeaderDLQKind] != lineage.DLQKindWrite || h[lineage.HeaderDLQStage] != lineage.DLQStageProduce ||
+		h[lineage.HeaderDLQErrorClass] != "MESSAGE_TOO_LARGE" || len(dl.Value) < 5900 {
+		t.Fatalf("dead letter key %q (%d value bytes) headers %v", dl.Key, len(dl.Value), h)
+	}
+	m := r.Metrics()
+	if v := testutil.ToFloat64(m.RecordsRejected.WithLabelValues("0")) + testutil.ToFloat64(m.RecordsRejected.WithLabelValues("1")); v != 1 {
+		t.Fatalf("records_rejected_total = %v, want 1", v)
+	}
+	if v := testutil.ToFloat64(m.Redeliveries.WithLabelValues("0")) + testutil.ToFloat64(m.Redeliveries.WithLabelValues("1")); v != 0 {
+		t.Fatalf("redeliveries = %v: the too-large record spent deliveries", v)
+	}
+}
+
+// A dead letter too large for the dead-letter topic is written without the
+// source value and headers, saying so, rather than lost.
+func TestADeadLetterTooLargeForItsTopicIsWrittenCutDown(t *testing.T) {
+	c := fakeCluster(t)
+	setTopicConfig(t, c, "jobs", "max.message.bytes", "3000")
+	setTopicConfig(t, c, "jobs.dlq", "max.message.bytes", "3000")
+	seedOrders(t, c, 10)
+	seedBig(t, c, 11, 6000)
+	r, err := New(Options{Pipeline: pipeline(t, c, ""), Instance: "t", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, dlq := runUntil(t, r, c, 11)
+	if jobs.Records != 10 || dlq.Records != 1 {
+		t.Fatalf("jobs %d, dead letters %d; want 10 and 1", jobs.Records, dlq.Records)
+	}
+	dl := deadLetters(t, c)[0]
+	h := headerMap(dl)
+	if len(dl.Value) != 0 || string(dl.Key) != "11" || h[lineage.HeaderDLQValueOmitted] == "" || h[lineage.HeaderDLQKind] != lineage.DLQKindWrite ||
+		h[lineage.HeaderSourceOffset] == "" || h[lineage.HeaderDLQErrorClass] != "MESSAGE_TOO_LARGE" {
+		t.Fatalf("dead letter key %q (%d value bytes) headers %v", dl.Key, len(dl.Value), h)
+	}
+	if v := testutil.ToFloat64(r.Metrics().DeadLettersTruncated.WithLabelValues("0")) + testutil.ToFloat64(r.Metrics().DeadLettersTruncated.WithLabelValues("1")); v != 1 {
+		t.Fatalf("dead_letters_truncated_total = %v, want 1", v)
 	}
 }

@@ -7,13 +7,15 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/internal/failpoint"
+	"github.com/sharerelay/sharerelay/internal/kafkaerr"
 	"github.com/sharerelay/sharerelay/lineage"
 	"github.com/sharerelay/sharerelay/metrics"
 	"github.com/sharerelay/sharerelay/transform"
@@ -30,56 +32,71 @@ type worker struct {
 	pipeline    string
 	outputTopic string
 	dlqTopic    string
-	maxAttempts *atomic.Int32 // shared with the Relay, which refreshes it
+	limits      *limits // shared with the Relay, which refreshes them
 	txnTimeout  time.Duration
 	pollTimeout time.Duration
 	// renewEvery is how often the locks of a batch in flight are renewed;
 	// 0 disables renewal.
 	renewEvery time.Duration
+	// writes are the topics the pipeline writes, probed while paused.
+	writes []string
+	// sizes returns each written topic's max.message.bytes; tight halves
+	// a topic's budget per transaction after the broker refused a batch
+	// whose records each fit (the topic's limit changed under us).
+	sizes func() map[string]int
+	tight map[string]int
 
 	topicIDs map[string][16]byte // source topic IDs, resolved at start
 
 	src  *shareSource
 	prod *txn.Producer
-	// newProducer replaces a producer that can no longer begin or abort
-	// transactions (franz-go: "producer ID has a fatal, unrecoverable
-	// error"); the new one re-initialises the producer id, which aborts
-	// whatever the old one left open.
+	// newProducer creates a producer with the worker's transactional id;
+	// the new one re-initialises the producer id, which aborts whatever
+	// the old one left open.
 	newProducer func(context.Context) (*txn.Producer, error)
-	// broken is set when prod must be replaced before the next poll.
-	broken bool
-	// failures counts consecutive failed transactions, for the backoff.
+	// stale is set when prod must be replaced before the next
+	// transaction: it can no longer begin or abort transactions, or its
+	// metadata is stale (a topic deleted and recreated).
+	stale bool
+	// failures counts consecutive transactions that ended without a
+	// commit, for the backoff before the next poll.
 	failures int
 	guard    eos.Guard
 	chain    *transform.Chain
 	m        *metrics.Metrics
+	health   *health
 	log      *slog.Logger
 	now      func() time.Time
 }
 
 // plan is what one source record of a batch turned into.
 type plan struct {
-	outs       []*kgo.Record // outputs, or the single dead letter
+	outs       []*kgo.Record // outputs, or the single dead letter; none when filtered
 	deadLetter bool
+	// shrunk counts how far a dead letter too large for its topic has
+	// been cut down (0: whole; 1: source value and headers left out; 2:
+	// key left out too).
+	shrunk int
 }
 
 // run polls and processes batches until ctx is cancelled. The batch in
-// flight when ctx is cancelled is finished (committed or aborted) and fully
-// acknowledged before run returns. It returns an error only when the worker
-// cannot go on (fenced by a newer instance).
+// flight when ctx is cancelled is finished (committed, aborted or
+// released) and fully acknowledged before run returns. It returns an
+// error only when the worker cannot go on (fenced by a newer instance).
 func (w *worker) run(ctx context.Context) error {
 	w.m.WorkersRunning.Inc()
 	defer w.m.WorkersRunning.Dec()
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		// Never take records while unable to write them: a worker
-		// whose transactions fail at once would acquire and release
-		// records in a tight loop, burning their deliveries until the
-		// broker archives them.
-		if w.broken {
-			if err := w.replaceProducer(ctx); err != nil {
+		// Never take records while unable to write them: a worker whose
+		// transactions fail at once would acquire and release records
+		// in a tight loop, burning their deliveries until the broker
+		// archives them.
+		if err := w.ensureProducer(ctx); err != nil {
+			if errors.Is(err, txn.ErrFenced) {
 				return err
 			}
+			break // shutting down
 		}
 		if w.failures > 0 {
 			sleepCtx(ctx, min(time.Duration(w.failures)*100*time.Millisecond, 2*time.Second))
@@ -94,12 +111,13 @@ func (w *worker) run(ctx context.Context) error {
 			if errors.Is(err, errUnresolved) {
 				w.log.Error("safety net fired", "err", err)
 			} else if b.len() == 0 {
-				w.log.Warn("poll failed; retrying", "err", err, "backoff", backoff)
+				w.health.trouble(w.id, "polling the share group", err)
 				sleepCtx(ctx, backoff)
 				backoff = min(2*backoff, 5*time.Second)
 				continue
 			}
 		}
+		w.health.fine(w.id)
 		backoff = 100 * time.Millisecond
 		if b.len() == 0 {
 			continue
@@ -111,18 +129,20 @@ func (w *worker) run(ctx context.Context) error {
 	return nil
 }
 
-// process takes one batch from transform to acknowledgement. Every record
-// of b has an acknowledgement chosen when it returns, whatever happened.
+// process takes one batch from transform to acknowledgement: the record's
+// whole path. Every record of b has an acknowledgement chosen when it
+// returns, whatever happened.
 func (w *worker) process(ctx context.Context, b *batch) (err error) {
 	start := w.now()
 	stopRenew := w.renewWhileInFlight(ctx, b)
 	defer func() {
 		stopRenew()
-		counts := w.src.ack(b)
-		for st, n := range counts {
-			w.m.Acks.WithLabelValues(w.label, ackLabel(st)).Add(float64(n))
+		w.acknowledge(b)
+		d := time.Since(start)
+		w.m.BatchSeconds.Observe(d.Seconds())
+		if lock := w.limits.lock(); lock > 0 {
+			w.m.LockBudget.WithLabelValues(w.label).Observe(d.Seconds() / lock.Seconds())
 		}
-		w.m.BatchSeconds.Observe(time.Since(start).Seconds())
 	}()
 
 	srcs := make([]eos.Source, b.len())
@@ -144,47 +164,439 @@ func (w *worker) process(ctx context.Context, b *batch) (err error) {
 			w.m.AlreadyCommitted.WithLabelValues(w.label).Inc()
 			continue
 		}
-		// 2. Transform.
+		// 2. Transform. A filtered record (no outputs) is claimed with
+		// the others, so the ledger's committed set has no hole for it.
 		p, release := w.transform(ctx, r)
-		switch {
-		case release:
+		if release {
 			b.set(i, kgo.AckRelease)
-		case len(p.outs) == 0:
-			// Filtered: nothing to write, nothing to duplicate.
-			b.set(i, kgo.AckAccept)
-			w.m.RecordsFiltered.WithLabelValues(w.label).Inc()
-		default:
-			plans[i] = p
-			pending = append(pending, i)
+			continue
 		}
+		plans[i] = p
+		pending = append(pending, i)
 	}
 
-	// 3. Write the outputs in transactions until every pending record is
-	// committed, conflicts with an earlier commit, or is released.
+	// 3. Write the plans in transactions until every pending record is
+	// committed (accept), committed by an earlier transaction (accept),
+	// or released. A transaction takes what every topic it writes can
+	// take in one batch; an output too large for its topic on its own is
+	// dead-lettered without being tried.
 	for len(pending) > 0 {
-		pending, err = w.transact(ctx, b, plans, srcs, pending)
-		if err != nil {
-			return err
+		now, later := w.fit(b, plans, pending)
+		out := w.write(ctx, b, plans, srcs, now)
+		switch out.kind {
+		case committed:
+			w.failures = 0
+			w.health.fine(w.id)
+			w.countCommitted(plans, now)
+			_ = failpoint.Hit(failpoint.AfterCommitBeforeAck)
+			for _, i := range now {
+				b.set(i, kgo.AckAccept)
+			}
+			pending = later
+		case conflict:
+			// An earlier transaction committed some of these records:
+			// they are done. The rest go in a new transaction.
+			for _, i := range out.done {
+				b.set(i, kgo.AckAccept)
+				w.m.ClaimConflicts.WithLabelValues(w.label).Inc()
+			}
+			pending = append(out.rest, later...)
+		case rejected:
+			// Outputs the cluster refuses for good: dead-letter their
+			// source records (a dead letter too large is cut down).
+			for i, werr := range out.rejected {
+				plans[i] = w.rejectedPlan(b.recs[i], plans[i], werr)
+			}
+		case unavailable:
+			// Nothing is wrong with the records: hold them (their locks
+			// are renewed) until the cluster or the topic takes writes
+			// again. On shutdown they are released.
+			if !w.pause(ctx, out.err) {
+				return nil
+			}
+		case notCommitted:
+			w.failures++
+			return nil // the deferred acknowledge releases the rest
+		case fenced:
+			return fmt.Errorf("worker %d: %w", w.id, out.err)
 		}
 	}
 	return nil
 }
 
-// replaceProducer closes the broken producer and creates a new one with
-// the same transactional id.
-func (w *worker) replaceProducer(ctx context.Context) error {
-	w.log.Warn("replacing the transactional producer after a fatal error")
-	w.prod.Close()
-	p, err := w.newProducer(ctx)
+// batchOverhead is the size of a record batch's header (v2 format).
+const batchOverhead = 61
+
+// recordSize is an upper bound of r's size inside a record batch (v2
+// format: varints at their longest).
+func recordSize(r *kgo.Record) int {
+	n := 5 + 1 + 10 + 5 + 5 + len(r.Key) + 5 + len(r.Value) + 5
+	for _, h := range r.Headers {
+		n += 5 + len(h.Key) + 5 + len(h.Value)
+	}
+	return n
+}
+
+// fit splits pending into what one transaction writes now and what waits:
+// the records written to each topic must fit in one batch of that topic
+// (max.message.bytes; the client batches a partition's records of a
+// transaction together). A plan with an output too large for its topic on
+// its own is replaced by a dead letter first (cut down when the dead
+// letter is too large itself), without a produce attempt.
+func (w *worker) fit(b *batch, plans []plan, pending []int) (now, later []int) {
+	sizes := w.sizes()
+	limit := func(topic string) int {
+		if v, ok := sizes[topic]; ok {
+			return v - batchOverhead
+		}
+		return 1 << 30 // unknown: the broker decides
+	}
+	budget := func(topic string) int { return limit(topic) >> min(w.tight[topic], 20) }
+	used := map[string]int{}
+	for _, i := range pending {
+		for {
+			var tooBig error
+			for _, r := range plans[i].outs {
+				if n, l := recordSize(r), limit(r.Topic); n > l {
+					tooBig = fmt.Errorf("a record of up to %d bytes does not fit in topic %s (max.message.bytes %d): %w",
+						n, r.Topic, l+batchOverhead, kerr.MessageTooLarge)
+					break
+				}
+			}
+			if tooBig == nil {
+				break
+			}
+			plans[i] = w.rejectedPlan(b.recs[i], plans[i], tooBig)
+		}
+		if plans[i].outs == nil && plans[i].shrunk > 2 {
+			b.set(i, kgo.AckRelease) // not even a cut-down dead letter fits
+			continue
+		}
+		add := map[string]int{}
+		fits := true
+		for _, r := range plans[i].outs {
+			add[r.Topic] += recordSize(r)
+			fits = fits && used[r.Topic]+add[r.Topic] <= budget(r.Topic)
+		}
+		if !fits && len(now) > 0 {
+			later = append(later, i)
+			continue
+		}
+		for t, n := range add {
+			used[t] += n
+		}
+		now = append(now, i)
+	}
+	return now, later
+}
+
+// outcomeKind is how one transaction attempt ended.
+type outcomeKind int8
+
+const (
+	committed    outcomeKind = iota // accept every pending record
+	conflict                        // accept out.done, retry out.rest
+	rejected                        // dead-letter out.rejected, retry all
+	unavailable                     // pause, then retry all
+	notCommitted                    // release all (the ledger decides who redoes them)
+	fenced                          // stop the worker
+)
+
+// outcome is the result of one transaction attempt.
+type outcome struct {
+	kind     outcomeKind
+	err      error
+	done     []int         // conflict: committed by an earlier transaction
+	rest     []int         // conflict: to write again
+	rejected map[int]error // rejected: plan index → the write error
+}
+
+// write writes the plans of pending in one transaction, with their claims,
+// and says how it ended. Once begun, the transaction is finished even if
+// ctx is cancelled (shutdown lets the batch in flight commit or abort),
+// bounded by the transaction timeout after which the coordinator aborts it
+// anyway.
+func (w *worker) write(ctx context.Context, b *batch, plans []plan, srcs []eos.Source, pending []int) outcome {
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.txnTimeout+5*time.Second)
+	defer cancel()
+	if err := w.ensureProducer(ctx); err != nil {
+		if errors.Is(err, txn.ErrFenced) {
+			return outcome{kind: fenced, err: err}
+		}
+		return outcome{kind: notCommitted, err: err}
+	}
+	var recs []*kgo.Record
+	var owner []int // owner[j]: the plan index of recs[j]
+	var topics []string
+	hasDLQ := false
+	for _, i := range pending {
+		for _, r := range plans[i].outs {
+			// A retry produces these records again; franz-go keeps the
+			// first attempt's (cancelled) context on a record, which
+			// would fail the retry at once.
+			r.Context = nil
+			recs = append(recs, r)
+			owner = append(owner, i)
+			if !slices.Contains(topics, r.Topic) {
+				topics = append(topics, r.Topic)
+			}
+		}
+		hasDLQ = hasDLQ || plans[i].deadLetter
+	}
+	claimSrcs := make([]eos.Source, len(pending))
+	for j, i := range pending {
+		claimSrcs[j] = srcs[i]
+	}
+	// The claims go in the same produce request as the outputs.
+	claims, err := w.guard.Claims(tctx, w.prod, claimSrcs, topics)
 	if err != nil {
-		if ctx.Err() != nil {
+		return w.failed("claim", err, nil)
+	}
+	if len(recs)+len(claims) == 0 {
+		// Only filtered records, and nothing to claim (at-least-once):
+		// nothing to write, nothing that could be duplicated.
+		return outcome{kind: committed}
+	}
+	if err := w.prod.Begin(); err != nil {
+		w.stale = true
+		return w.failed("begin", err, nil)
+	}
+	if err := w.prod.Produce(tctx, append(recs, claims...)...); err != nil {
+		aerr := w.abort(tctx)
+		var we *txn.WriteError
+		if errors.As(err, &we) {
+			rej := map[int]error{}
+			sizes := w.sizes()
+			for j, e := range we.Failed {
+				if j >= len(recs) || kafkaerr.Classify(e) != kafkaerr.Record {
+					continue
+				}
+				if l, ok := sizes[recs[j].Topic]; ok && errors.Is(e, kerr.MessageTooLarge) && recordSize(recs[j]) <= l-batchOverhead {
+					// The batch was too large, not this record:
+					// write less to the topic per transaction.
+					if w.tight == nil {
+						w.tight = map[string]int{}
+					}
+					w.tight[recs[j].Topic]++
+					continue
+				}
+				rej[owner[j]] = e
+			}
+			if len(rej) > 0 {
+				w.m.Transactions.WithLabelValues(w.label, metrics.TxnAborted).Inc()
+				w.m.WriteFailures.WithLabelValues(w.label, kafkaerr.Record.String()).Inc()
+				return outcome{kind: rejected, rejected: rej, err: err}
+			}
+		}
+		return w.failed("produce", err, aerr)
+	}
+	var conflicts []bool
+	if len(claims) > 0 {
+		if conflicts, err = w.guard.Check(tctx); err != nil {
+			aerr := w.abort(tctx)
+			if errors.Is(err, eos.ErrClaimWaitTimeout) || errors.Is(err, eos.ErrClaimNotPending) {
+				w.m.Transactions.WithLabelValues(w.label, metrics.TxnAborted).Inc()
+				w.log.Warn("transaction not committed; releasing its records", "stage", "claim check", "records", len(pending), "err", errors.Join(err, aerr))
+				return outcome{kind: notCommitted, err: err}
+			}
+			return w.failed("claim check", err, aerr)
+		}
+	}
+	if slices.Contains(conflicts, true) {
+		var done, rest []int
+		for j, i := range pending {
+			if conflicts[j] {
+				done = append(done, i)
+			} else {
+				rest = append(rest, i)
+			}
+		}
+		if err := w.abort(tctx); err != nil {
+			w.log.Warn("aborting after a claim conflict", "err", err)
+		}
+		w.m.Transactions.WithLabelValues(w.label, metrics.TxnAborted).Inc()
+		return outcome{kind: conflict, done: done, rest: rest}
+	}
+
+	if hasDLQ {
+		if err := failpoint.Hit(failpoint.BeforeDeadLetterCommit); err != nil {
+			return w.failed("failpoint", err, w.abort(tctx))
+		}
+	}
+	if err := failpoint.Hit(failpoint.BeforeCommit); err != nil {
+		return w.failed("failpoint", err, w.abort(tctx))
+	}
+	result, err := w.prod.Commit(tctx)
+	switch result {
+	case txn.Committed:
+		w.m.Transactions.WithLabelValues(w.label, metrics.TxnCommitted).Inc()
+		return outcome{kind: committed}
+	case txn.Unknown:
+		// The EndTxn answer was lost: never guess, ask the ledger.
+		w.m.Transactions.WithLabelValues(w.label, metrics.TxnUnknown).Inc()
+		ok, rerr := w.guard.Resolve(tctx)
+		resolution := "not-committed"
+		switch {
+		case rerr != nil:
+			resolution = "unresolved"
+		case ok:
+			resolution = "committed"
+		}
+		w.m.AmbiguousCommits.WithLabelValues(w.label, resolution).Inc()
+		w.log.Warn("commit outcome unknown; resolved", "committed", ok && rerr == nil, "resolution", resolution, "err", errors.Join(err, rerr))
+		if errors.Is(err, txn.ErrFenced) {
+			return outcome{kind: fenced, err: err}
+		}
+		if ok && rerr == nil {
+			return outcome{kind: committed}
+		}
+		return outcome{kind: notCommitted, err: errors.Join(err, rerr)}
+	}
+	// Not committed: the coordinator refused or aborted it.
+	w.m.Transactions.WithLabelValues(w.label, metrics.TxnAborted).Inc()
+	if errors.Is(err, txn.ErrFenced) {
+		return outcome{kind: fenced, err: err}
+	}
+	w.log.Warn("transaction not committed; releasing its records", "stage", "commit", "records", len(pending), "err", err)
+	return outcome{kind: notCommitted, err: err}
+}
+
+// failed turns a transaction that failed before its commit into an
+// outcome: fenced stops the worker; a destination- or cluster-level error
+// pauses it with the records held; aerr is the abort's error (the producer
+// is then replaced).
+func (w *worker) failed(stage string, err, aerr error) outcome {
+	w.m.Transactions.WithLabelValues(w.label, metrics.TxnAborted).Inc()
+	class := kafkaerr.Classify(err)
+	if errors.Is(err, txn.ErrFenced) || errors.Is(aerr, txn.ErrFenced) {
+		return outcome{kind: fenced, err: errors.Join(err, aerr)}
+	}
+	if class == kafkaerr.Destination {
+		// A deleted and recreated topic leaves the producer with a
+		// stale topic ID; a fresh client starts clean.
+		w.stale = true
+	}
+	if class == kafkaerr.Record {
+		class = kafkaerr.Cluster // a claim the broker refuses: not the record's fault
+	}
+	w.m.WriteFailures.WithLabelValues(w.label, class.String()).Inc()
+	w.log.Debug("transaction failed", "stage", stage, "class", class, "err", errors.Join(err, aerr))
+	return outcome{kind: unavailable, err: fmt.Errorf("%s: %w", stage, err)}
+}
+
+// abort aborts the open transaction; when that fails the producer is
+// replaced before the next one.
+func (w *worker) abort(ctx context.Context) error {
+	if err := w.prod.Abort(ctx); err != nil {
+		w.stale = true
+		return err
+	}
+	return nil
+}
+
+// ensureProducer replaces the producer when it is stale, retrying (with
+// the worker reported not ready) until a new one is ready or ctx ends. It
+// returns an error wrapping txn.ErrFenced when a newer instance owns the
+// transactional id, and ctx's error when ctx ends first.
+func (w *worker) ensureProducer(ctx context.Context) error {
+	if !w.stale {
+		return nil
+	}
+	w.prod.Close()
+	for attempt := 0; ; attempt++ {
+		p, err := w.newProducer(ctx)
+		if err == nil {
+			w.prod, w.stale = p, false
+			w.m.ProducerResets.WithLabelValues(w.label).Inc()
+			w.log.Info("transactional producer replaced")
 			return nil
 		}
-		return fmt.Errorf("worker %d: %w", w.id, err)
+		if errors.Is(err, txn.ErrFenced) {
+			return fmt.Errorf("worker %d: %w", w.id, err)
+		}
+		w.health.trouble(w.id, "creating the transactional producer", err)
+		if !sleepCtx(ctx, min(time.Duration(attempt+1)*500*time.Millisecond, 10*time.Second)) {
+			return ctx.Err()
+		}
 	}
-	w.prod, w.broken = p, false
-	w.m.ProducerResets.WithLabelValues(w.label).Inc()
+}
+
+// pause holds the worker after a write failed for a reason retrying will
+// cure (the cluster unreachable or slow, a topic missing or not writable):
+// it reports the worker not ready with the reason and waits, with a
+// capped backoff, until the topics the pipeline writes are there again.
+// It returns false when ctx ends first.
+func (w *worker) pause(ctx context.Context, cause error) bool {
+	class := kafkaerr.Classify(cause)
+	reason := "cluster unavailable"
+	if class == kafkaerr.Destination {
+		reason = "destination unavailable"
+	}
+	w.health.paused(w.id, reason, cause)
+	for attempt := 1; ; attempt++ {
+		if !sleepCtx(ctx, min(time.Duration(attempt)*500*time.Millisecond, 15*time.Second)) {
+			return false
+		}
+		if err := w.ensureProducer(ctx); err != nil || ctx.Err() != nil {
+			return false
+		}
+		if err := w.probe(ctx); err != nil {
+			w.health.paused(w.id, reason, err)
+			continue
+		}
+		return true // try the transaction again
+	}
+}
+
+// probe checks that the topics the pipeline writes exist and answer.
+func (w *worker) probe(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	td, err := kadm.NewClient(w.prod.Client()).ListTopics(pctx, w.writes...)
+	if err != nil {
+		return err
+	}
+	for _, t := range w.writes {
+		d, ok := td[t]
+		switch {
+		case !ok:
+			return fmt.Errorf("topic %s does not exist", t)
+		case d.Err != nil:
+			return fmt.Errorf("topic %s: %w", t, d.Err)
+		}
+	}
 	return nil
+}
+
+// countCommitted counts what a committed transaction wrote.
+func (w *worker) countCommitted(plans []plan, pending []int) {
+	for _, i := range pending {
+		switch p := plans[i]; {
+		case p.deadLetter:
+			w.m.DeadLetters.WithLabelValues(w.label).Inc()
+		case len(p.outs) == 0:
+			w.m.RecordsFiltered.WithLabelValues(w.label).Inc()
+		default:
+			w.m.RecordsProduced.WithLabelValues(w.label).Add(float64(len(p.outs)))
+		}
+	}
+}
+
+// acknowledge hands the batch's acknowledgements to the client and counts
+// them; a record released on its last delivery will be archived by the
+// broker, which the relay must never cause (counted; should stay 0).
+func (w *worker) acknowledge(b *batch) {
+	limit := w.limits.deliveryLimit()
+	for i, r := range b.recs {
+		if b.acks[i] == kgo.AckRelease && limit > 0 && int(r.DeliveryCount()) >= limit {
+			w.m.ReleasedOnLastDelivery.WithLabelValues(w.label).Inc()
+			w.log.Warn("released a record on its last delivery: the broker will archive it",
+				"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "delivery", r.DeliveryCount())
+		}
+	}
+	for st, n := range w.src.ack(b) {
+		w.m.Acks.WithLabelValues(w.label, ackLabel(st)).Add(float64(n))
+	}
 }
 
 // renewWhileInFlight renews the acquisition locks of b every renewEvery
@@ -246,7 +658,7 @@ func (w *worker) transform(ctx context.Context, r *kgo.Record) (p plan, release 
 		e := transform.Classify(err)
 		kind := lineage.DLQKindPermanent
 		if e.Kind == transform.KindRetry {
-			if r.DeliveryCount() < w.maxAttempts.Load() {
+			if r.DeliveryCount() < w.limits.attempts() {
 				w.log.Debug("transform failed; releasing for another delivery",
 					"topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
 					"delivery", r.DeliveryCount(), "err", err)
@@ -254,7 +666,9 @@ func (w *worker) transform(ctx context.Context, r *kgo.Record) (p plan, release 
 			}
 			kind = lineage.DLQKindAttemptsExhausted
 		}
-		return plan{outs: []*kgo.Record{w.deadLetter(r, e, kind)}, deadLetter: true}, false
+		return plan{outs: []*kgo.Record{w.deadLetter(r, dlqReason{
+			stage: lineage.DLQStageTransformation, step: e.Step, class: e.Class, kind: kind, msg: e.Error(),
+		}, 0)}, deadLetter: true}, false
 	}
 	src := lineage.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
 	p.outs = make([]*kgo.Record, len(outs))
@@ -272,174 +686,105 @@ func (w *worker) transform(ctx context.Context, r *kgo.Record) (p plan, release 
 	return p, false
 }
 
+// rejectedPlan replaces the plan of source record r, whose outputs the
+// cluster refused for good with werr, by a dead letter; a dead letter that
+// was refused itself is cut down (value and source headers left out, then
+// the key too), with headers saying what was left out.
+func (w *worker) rejectedPlan(r *kgo.Record, p plan, werr error) plan {
+	w.m.RecordsRejected.WithLabelValues(w.label).Inc()
+	reason := dlqReason{stage: lineage.DLQStageProduce, class: errClass(werr), kind: lineage.DLQKindWrite, msg: werr.Error()}
+	shrink := 0
+	if p.deadLetter {
+		// The dead letter itself is too large: keep its reason.
+		reason = dlqReasonOf(p.outs[0])
+		shrink = p.shrunk + 1
+		w.m.DeadLettersTruncated.WithLabelValues(w.label).Inc()
+	}
+	if shrink > 2 {
+		// Even a dead letter without the source's key, value and
+		// headers is refused: say so loudly and release the record
+		// (it comes back; the broker archives it at its limit).
+		w.log.Error("cannot write even a cut-down dead letter; releasing the record",
+			"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", werr)
+		return plan{shrunk: shrink}
+	}
+	w.log.Warn("output refused by the cluster for good; dead-lettering its source record",
+		"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "cut_down", shrink, "err", werr)
+	return plan{outs: []*kgo.Record{w.deadLetter(r, reason, shrink)}, deadLetter: true, shrunk: shrink}
+}
+
+// dlqReason is why a record was dead-lettered.
+type dlqReason struct {
+	stage, step, class, kind, msg string
+}
+
+// dlqReasonOf reads the reason back from a dead letter's headers.
+func dlqReasonOf(dl *kgo.Record) dlqReason {
+	var r dlqReason
+	for _, h := range dl.Headers {
+		switch h.Key {
+		case lineage.HeaderDLQStage:
+			r.stage = string(h.Value)
+		case lineage.HeaderDLQStep:
+			r.step = string(h.Value)
+		case lineage.HeaderDLQErrorClass:
+			r.class = string(h.Value)
+		case lineage.HeaderDLQKind:
+			r.kind = string(h.Value)
+		case lineage.HeaderDLQErrorMessage:
+			r.msg = string(h.Value)
+		}
+	}
+	return r
+}
+
+// errClass names a write error by its Kafka error code, e.g.
+// MESSAGE_TOO_LARGE.
+func errClass(err error) string {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Message
+	}
+	return "write"
+}
+
 // deadLetter builds the dead-letter record for r: the original key, value
-// and headers, plus the source coordinates and the reason.
-func (w *worker) deadLetter(r *kgo.Record, e *transform.Error, kind string) *kgo.Record {
-	msg := e.Error()
+// and headers, plus the source coordinates and the reason. shrink > 0
+// leaves out the source value and headers (and with shrink > 1 the key),
+// recording their sizes, for a dead letter too large for its topic.
+func (w *worker) deadLetter(r *kgo.Record, why dlqReason, shrink int) *kgo.Record {
+	msg := why.msg
 	if len(msg) > maxErrorHeader {
 		msg = msg[:maxErrorHeader]
 	}
 	src := lineage.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
-	hs := append(lineage.SetSource(append([]kgo.RecordHeader(nil), r.Headers...), src),
+	key, value, hs := r.Key, r.Value, append([]kgo.RecordHeader(nil), r.Headers...)
+	var omitted []kgo.RecordHeader
+	if shrink > 0 {
+		omitted = append(omitted,
+			kgo.RecordHeader{Key: lineage.HeaderDLQValueOmitted, Value: strconv.AppendInt(nil, int64(len(r.Value)), 10)},
+			kgo.RecordHeader{Key: lineage.HeaderDLQHeadersOmitted, Value: strconv.AppendInt(nil, int64(len(r.Headers)), 10)})
+		value, hs = nil, nil
+	}
+	if shrink > 1 {
+		omitted = append(omitted, kgo.RecordHeader{Key: lineage.HeaderDLQKeyOmitted, Value: strconv.AppendInt(nil, int64(len(r.Key)), 10)})
+		key = nil
+	}
+	hs = append(lineage.SetSource(hs, src),
 		kgo.RecordHeader{Key: lineage.HeaderDLQTopic, Value: []byte(r.Topic)},
 		kgo.RecordHeader{Key: lineage.HeaderDLQPartition, Value: strconv.AppendInt(nil, int64(r.Partition), 10)},
 		kgo.RecordHeader{Key: lineage.HeaderDLQOffset, Value: strconv.AppendInt(nil, r.Offset, 10)},
 		kgo.RecordHeader{Key: lineage.HeaderDLQPipeline, Value: []byte(w.pipeline)},
 		kgo.RecordHeader{Key: lineage.HeaderDLQWorker, Value: []byte(w.prod.TransactionalID())},
-		kgo.RecordHeader{Key: lineage.HeaderDLQStage, Value: []byte(lineage.DLQStageTransformation)},
-		kgo.RecordHeader{Key: lineage.HeaderDLQStep, Value: []byte(e.Step)},
-		kgo.RecordHeader{Key: lineage.HeaderDLQErrorClass, Value: []byte(e.Class)},
+		kgo.RecordHeader{Key: lineage.HeaderDLQStage, Value: []byte(why.stage)},
+		kgo.RecordHeader{Key: lineage.HeaderDLQStep, Value: []byte(why.step)},
+		kgo.RecordHeader{Key: lineage.HeaderDLQErrorClass, Value: []byte(why.class)},
 		kgo.RecordHeader{Key: lineage.HeaderDLQErrorMessage, Value: []byte(msg)},
 		kgo.RecordHeader{Key: lineage.HeaderDLQDeliveryCount, Value: strconv.AppendInt(nil, int64(r.DeliveryCount()), 10)},
 		kgo.RecordHeader{Key: lineage.HeaderDLQTime, Value: []byte(w.now().UTC().Format(time.RFC3339Nano))},
-		kgo.RecordHeader{Key: lineage.HeaderDLQKind, Value: []byte(kind)},
+		kgo.RecordHeader{Key: lineage.HeaderDLQKind, Value: []byte(why.kind)},
 	)
-	return &kgo.Record{Topic: w.dlqTopic, Key: r.Key, Value: r.Value, Headers: hs}
-}
-
-// transact writes the plans of pending in one transaction and chooses the
-// acknowledgement of each. It returns the records to try again in a new
-// transaction (those left after a claim conflict), or an error when the
-// worker must stop.
-func (w *worker) transact(ctx context.Context, b *batch, plans []plan, srcs []eos.Source, pending []int) ([]int, error) {
-	// Once begun, the transaction is finished even if ctx is cancelled
-	// (shutdown lets the batch in flight commit or abort), bounded by the
-	// transaction timeout after which the coordinator aborts it anyway.
-	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.txnTimeout+10*time.Second)
-	defer cancel()
-
-	releaseAll := func() {
-		for _, i := range pending {
-			b.set(i, kgo.AckRelease)
-		}
-	}
-	fail := func(stage string, err error) ([]int, error) {
-		w.log.Warn("transaction failed; releasing its records", "stage", stage, "records", len(pending), "err", err)
-		w.failures++
-		if stage == "begin" {
-			w.broken = true
-		} else if aerr := w.prod.Abort(tctx); aerr != nil {
-			err = errors.Join(err, aerr)
-			w.broken = true
-		}
-		w.m.Transactions.WithLabelValues(w.label, metrics.TxnAborted).Inc()
-		releaseAll()
-		if errors.Is(err, txn.ErrFenced) {
-			return nil, fmt.Errorf("worker %d: %w", w.id, err)
-		}
-		return nil, nil
-	}
-
-	if err := w.prod.Begin(); err != nil {
-		return fail("begin", err)
-	}
-	var recs []*kgo.Record
-	var topics []string
-	hasDLQ := false
-	for _, i := range pending {
-		for _, r := range plans[i].outs {
-			// A retry after a claim conflict produces these records
-			// again; franz-go keeps the first attempt's (cancelled)
-			// context on a record, which would fail the retry at once.
-			r.Context = nil
-			if !slices.Contains(topics, r.Topic) {
-				topics = append(topics, r.Topic)
-			}
-		}
-		recs = append(recs, plans[i].outs...)
-		hasDLQ = hasDLQ || plans[i].deadLetter
-	}
-	claimSrcs := make([]eos.Source, len(pending))
-	for j, i := range pending {
-		claimSrcs[j] = srcs[i]
-	}
-	// The claims go in the same produce request as the outputs.
-	claims, err := w.guard.Claims(tctx, w.prod, claimSrcs, topics)
-	if err != nil {
-		return fail("claim", err)
-	}
-	if err := w.prod.Produce(tctx, append(recs, claims...)...); err != nil {
-		return fail("produce", err)
-	}
-	var conflicts []bool
-	if len(claims) > 0 {
-		if conflicts, err = w.guard.Check(tctx); err != nil {
-			return fail("claim check", err)
-		}
-	}
-	if anyTrue(conflicts) {
-		// An earlier transaction committed some of these records: they
-		// are done. Abort ours and redo the rest.
-		var rest []int
-		for j, i := range pending {
-			if conflicts[j] {
-				b.set(i, kgo.AckAccept)
-				w.m.ClaimConflicts.WithLabelValues(w.label).Inc()
-			} else {
-				rest = append(rest, i)
-			}
-		}
-		if err := w.prod.Abort(tctx); err != nil {
-			pending = rest
-			return fail("abort after conflict", err)
-		}
-		w.m.Transactions.WithLabelValues(w.label, metrics.TxnAborted).Inc()
-		return rest, nil
-	}
-
-	if hasDLQ {
-		if err := failpoint.Hit(failpoint.BeforeDeadLetterCommit); err != nil {
-			return fail("failpoint", err)
-		}
-	}
-	if err := failpoint.Hit(failpoint.BeforeCommit); err != nil {
-		return fail("failpoint", err)
-	}
-	outcome, err := w.prod.Commit(tctx)
-	if outcome == txn.Unknown {
-		committed, rerr := w.guard.Resolve(tctx)
-		w.log.Warn("commit outcome unknown; resolved", "committed", committed, "err", errors.Join(err, rerr))
-		if rerr == nil && committed {
-			outcome, err = txn.Committed, nil
-		}
-	}
-	switch outcome {
-	case txn.Committed:
-		w.failures = 0
-		w.m.Transactions.WithLabelValues(w.label, metrics.TxnCommitted).Inc()
-		for _, i := range pending {
-			if plans[i].deadLetter {
-				w.m.DeadLetters.WithLabelValues(w.label).Inc()
-			} else {
-				w.m.RecordsProduced.WithLabelValues(w.label).Add(float64(len(plans[i].outs)))
-			}
-		}
-		_ = failpoint.Hit(failpoint.AfterCommitBeforeAck)
-		for _, i := range pending {
-			b.set(i, kgo.AckAccept)
-		}
-		return nil, nil
-	case txn.Unknown:
-		w.m.Transactions.WithLabelValues(w.label, metrics.TxnUnknown).Inc()
-	default:
-		w.m.Transactions.WithLabelValues(w.label, metrics.TxnAborted).Inc()
-	}
-	w.log.Warn("transaction not committed; releasing its records", "outcome", outcome, "records", len(pending), "err", err)
-	w.failures++
-	releaseAll()
-	if errors.Is(err, txn.ErrFenced) {
-		return nil, fmt.Errorf("worker %d: %w", w.id, err)
-	}
-	return nil, nil
-}
-
-func anyTrue(bs []bool) bool {
-	for _, b := range bs {
-		if b {
-			return true
-		}
-	}
-	return false
+	return &kgo.Record{Topic: w.dlqTopic, Key: key, Value: value, Headers: append(hs, omitted...)}
 }
 
 func ackLabel(s kgo.AckStatus) string {
@@ -455,11 +800,15 @@ func ackLabel(s kgo.AckStatus) string {
 	}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) {
+// sleepCtx sleeps for d or until ctx ends; it reports whether it slept the
+// whole time.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
+		return false
 	case <-t.C:
+		return true
 	}
 }

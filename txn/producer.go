@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sharerelay/sharerelay/internal/failpoint"
+	"github.com/sharerelay/sharerelay/internal/kafkaerr"
 )
 
 // Outcome is what is known about a transaction after EndTxn.
@@ -56,6 +60,11 @@ type Config struct {
 	TransactionTimeout time.Duration
 	// ClientID is reported to brokers.
 	ClientID string
+	// MaxBatchBytes caps a record batch before compression (default
+	// franz-go's 1,000,012). Set it to the smallest max.message.bytes of
+	// the topics written, so a record too large for a topic is refused by
+	// the client, alone, instead of failing a whole batch at the broker.
+	MaxBatchBytes int32
 	// Extra options, e.g. a dialer for fault injection or a logger. They
 	// are applied before the options this package enforces, so they
 	// cannot weaken acks or idempotence.
@@ -65,8 +74,9 @@ type Config struct {
 // Producer is a transactional producer. Begin, Produce and End must be
 // called from one goroutine.
 type Producer struct {
-	cl    *kgo.Client
-	txnID string
+	cl     *kgo.Client
+	txnID  string
+	closer sync.Once
 }
 
 // New creates a Producer and initialises its producer id, which fences any
@@ -86,6 +96,9 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 	)
 	if cfg.ClientID != "" {
 		opts = append(opts, kgo.ClientID(cfg.ClientID))
+	}
+	if cfg.MaxBatchBytes > 0 {
+		opts = append(opts, kgo.ProducerBatchMaxBytes(cfg.MaxBatchBytes))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -130,36 +143,78 @@ func (p *Producer) Begin() error {
 	return nil
 }
 
-// Produce writes recs in the open transaction and waits until every one is
-// acknowledged by the broker (acks=all). It returns the first error; the
-// transaction must then be aborted.
+// WriteError lists the records of one Produce call that were not written,
+// by their index among the records passed to Produce.
+type WriteError struct {
+	Failed map[int]error
+	Total  int
+}
+
+func (e *WriteError) Error() string {
+	idx := slices.Sorted(maps.Keys(e.Failed))
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d records not written", len(idx), e.Total)
+	seen := map[string]bool{}
+	for _, i := range idx {
+		if m := e.Failed[i].Error(); !seen[m] && len(seen) < 3 {
+			seen[m] = true
+			b.WriteString("; ")
+			b.WriteString(m)
+		}
+	}
+	return b.String()
+}
+
+// Unwrap returns the records' errors, so errors.Is finds any of them.
+func (e *WriteError) Unwrap() []error {
+	out := make([]error, 0, len(e.Failed))
+	for _, i := range slices.Sorted(maps.Keys(e.Failed)) {
+		out = append(out, e.Failed[i])
+	}
+	return out
+}
+
+// Produce writes recs in the open transaction and waits until the broker
+// acknowledged every one (acks=all), or ctx ends. When records fail it
+// returns a *WriteError saying which (wrapping ErrFenced when the producer
+// was fenced); the transaction must then be aborted. When ctx ends first
+// it returns ctx's error: the records still in flight are the abort's (or
+// Close's) to drop.
 func (p *Producer) Produce(ctx context.Context, recs ...*kgo.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
+		mu     sync.Mutex
+		failed = map[int]error{}
+		left   = len(recs)
+		done   = make(chan struct{})
 	)
-	wg.Add(len(recs))
-	for _, r := range recs {
+	for i, r := range recs {
 		p.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+			mu.Lock()
+			defer mu.Unlock()
 			if err != nil {
-				mu.Lock()
-				if first == nil {
-					first = fmt.Errorf("producing to %s: %w", r.Topic, err)
-				}
-				mu.Unlock()
+				failed[i] = fmt.Errorf("producing to %s: %w", r.Topic, err)
 			}
-			wg.Done()
+			if left--; left == 0 {
+				close(done)
+			}
 		})
 	}
-	wg.Wait()
-	if first != nil && isFenced(first) {
-		return fmt.Errorf("txn: %w: %w", ErrFenced, first)
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("txn: producing %d records: %w", len(recs), ctx.Err())
 	}
-	return first
+	if len(failed) == 0 {
+		return nil
+	}
+	we := &WriteError{Failed: failed, Total: len(recs)}
+	if isFenced(we) {
+		return fmt.Errorf("txn: %w: %w", ErrFenced, we)
+	}
+	return we
 }
 
 // Commit flushes and commits the open transaction and reports what is known
@@ -217,10 +272,12 @@ func (p *Producer) Abort(ctx context.Context) error {
 
 // Close closes the client. An open transaction is left to the coordinator's
 // timeout (or to the next producer with the same id, which aborts it).
-func (p *Producer) Close() { p.cl.Close() }
+// It may be called more than once.
+func (p *Producer) Close() { p.closer.Do(p.cl.Close) }
 
-func isFenced(err error) bool {
-	return errors.Is(err, kerr.ProducerFenced) ||
-		errors.Is(err, kerr.InvalidProducerEpoch) ||
-		errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
-}
+// isFenced reports a newer producer with the same transactional id. Only
+// PRODUCER_FENCED says so: INVALID_PRODUCER_EPOCH also follows a
+// transaction the coordinator aborted on timeout (KIP-588), which the
+// producer recovers from by bumping its own epoch (KIP-360) when it aborts;
+// a real newer instance then answers PRODUCER_FENCED.
+func isFenced(err error) bool { return kafkaerr.Classify(err) == kafkaerr.Fenced }

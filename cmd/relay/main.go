@@ -137,17 +137,13 @@ func cmdRun(args []string, stderr io.Writer) int {
 		}
 		log.Info("serving /metrics, /healthz, /readyz", "addr", srv.Addr())
 	}
-	r, err := relay.New(relay.Options{
-		Pipeline: p, Instance: *instance, Registerer: reg, Logger: log,
-		OnReady: func() {
-			if srv != nil {
-				srv.SetReady(true)
-			}
-		},
-	})
+	r, err := relay.New(relay.Options{Pipeline: p, Instance: *instance, Registerer: reg, Logger: log})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	if srv != nil {
+		srv.SetReadiness(r.Ready)
 	}
 
 	ctx, stop := signalContext(log)

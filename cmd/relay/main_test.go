@@ -102,7 +102,11 @@ func TestMetricsEndpointServesMetricsHealthAndReadiness(t *testing.T) {
 	if code, _ := get("/readyz"); code != 503 {
 		t.Errorf("/readyz before ready = %d, want 503", code)
 	}
-	srv.SetReady(true)
+	srv.SetReadiness(func() (bool, string) { return false, "worker 0: destination unavailable" })
+	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "destination unavailable") {
+		t.Errorf("/readyz when paused = %d %q, want 503 with the reason", code, body)
+	}
+	srv.SetReadiness(func() (bool, string) { return true, "ready" })
 	if code, _ := get("/readyz"); code != 200 {
 		t.Errorf("/readyz when ready = %d", code)
 	}

@@ -1,0 +1,84 @@
+// Package kafkaerr classifies the errors Kafka clients return by what the
+// relay must do about them. Retrying only helps a cluster-level failure; a
+// record that can never be written must be dead-lettered, and a topic that
+// cannot take writes must pause the worker — neither may spend a record's
+// deliveries.
+package kafkaerr
+
+import (
+	"context"
+	"errors"
+	"net"
+	"syscall"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Class is what an error means for the relay.
+type Class int8
+
+const (
+	// None: no error.
+	None Class = iota
+	// Cluster: the cluster is unreachable or slow (connections refused,
+	// timeouts, leaders moving, not enough replicas). Retry with backoff;
+	// nothing is wrong with the records or the topics.
+	Cluster
+	// Record: this record can never be written as it is (too large for
+	// the topic or the client, invalid, corrupt). Retrying cannot help:
+	// dead-letter it.
+	Record
+	// Destination: the topic cannot take writes (missing, deleted,
+	// recreated, or writes not authorized). Stop taking records until it
+	// can, then resume.
+	Destination
+	// Fenced: a newer producer with the same transactional id exists; this
+	// process is a zombie and must stop.
+	Fenced
+)
+
+func (c Class) String() string {
+	return [...]string{"none", "cluster", "record", "destination", "fenced"}[c]
+}
+
+// Classify returns the class of err. Unknown errors are Cluster: retrying
+// them with backoff is safe, and the worker holds its records meanwhile.
+func Classify(err error) Class {
+	switch {
+	case err == nil:
+		return None
+	case errors.Is(err, kerr.ProducerFenced):
+		return Fenced
+	case errors.Is(err, kerr.MessageTooLarge),
+		errors.Is(err, kerr.RecordListTooLarge),
+		errors.Is(err, kerr.InvalidRecord),
+		errors.Is(err, kerr.CorruptMessage),
+		errors.Is(err, kerr.InvalidTimestamp):
+		return Record
+	case errors.Is(err, kerr.UnknownTopicOrPartition),
+		errors.Is(err, kerr.UnknownTopicID),
+		errors.Is(err, kerr.InconsistentTopicID),
+		errors.Is(err, kerr.InvalidTopicException),
+		errors.Is(err, kerr.TopicAuthorizationFailed),
+		errors.Is(err, kerr.GroupAuthorizationFailed),
+		errors.Is(err, kerr.ClusterAuthorizationFailed),
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed),
+		errors.Is(err, kerr.SaslAuthenticationFailed),
+		errors.Is(err, kerr.PolicyViolation):
+		return Destination
+	}
+	return Cluster
+}
+
+// Unreachable reports whether err says the cluster could not be reached at
+// all (refused or timed out connections, no broker answering), as opposed
+// to a broker that answered with an error.
+func Unreachable(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrRecordTimeout) ||
+		errors.Is(err, kerr.RequestTimedOut) || errors.Is(err, kerr.NotCoordinator) ||
+		errors.Is(err, kerr.CoordinatorNotAvailable) || errors.Is(err, kerr.LeaderNotAvailable) ||
+		errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.BrokerNotAvailable)
+}

@@ -1,0 +1,37 @@
+package kafkaerr
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want Class
+	}{
+		{nil, None},
+		{fmt.Errorf("producing to jobs: %w (uncompressed_bytes=6123)", kerr.MessageTooLarge), Record},
+		{kerr.InvalidRecord, Record},
+		{kerr.CorruptMessage, Record},
+		{fmt.Errorf("x: %w", kerr.UnknownTopicOrPartition), Destination},
+		{fmt.Errorf("x: %w, %w", kerr.TransactionAbortable, kerr.UnknownTopicID), Destination},
+		{kerr.TopicAuthorizationFailed, Destination},
+		{kerr.TransactionalIDAuthorizationFailed, Destination},
+		{kerr.ProducerFenced, Fenced},
+		// A coordinator that aborted a timed-out transaction bumps the
+		// epoch: not a newer instance (KIP-588), the producer recovers.
+		{kerr.InvalidProducerEpoch, Cluster},
+		{kerr.NotEnoughReplicas, Cluster},
+		{kgo.ErrRecordTimeout, Cluster},
+		{errors.New("dial tcp 127.0.0.1:9092: connect: connection refused"), Cluster},
+	} {
+		if got := Classify(tc.err); got != tc.want {
+			t.Errorf("Classify(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package relay
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sharerelay/sharerelay/metrics"
+)
+
+// outageLogEvery rate-limits the "still paused" log line of an outage.
+const outageLogEvery = 30 * time.Second
+
+// health is what /readyz reports: the relay is ready only while it has
+// started and every worker can make progress. It logs each outage when it
+// starts, every outageLogEvery while it lasts (when its cause changes,
+// too), and when it ends, and keeps the paused gauge.
+type health struct {
+	log *slog.Logger
+	m   *metrics.Metrics
+
+	mu       sync.Mutex
+	starting string // why the relay is not running yet; "" once it is
+	workers  map[int]*outage
+	stopped  bool
+}
+
+// outage is one worker's current trouble.
+type outage struct {
+	reason, cause string
+	since, logged time.Time
+}
+
+func newHealth(log *slog.Logger, m *metrics.Metrics) *health {
+	return &health{log: log, m: m, starting: "starting", workers: map[int]*outage{}}
+}
+
+// Ready reports whether the relay can make progress, and if not why.
+func (h *health) Ready() (bool, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.stopped:
+		return false, "stopped"
+	case h.starting != "":
+		return false, h.starting
+	}
+	if len(h.workers) == 0 {
+		return true, "ready"
+	}
+	ids := make([]int, 0, len(h.workers))
+	for id := range h.workers {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	var parts []string
+	for _, id := range ids {
+		o := h.workers[id]
+		parts = append(parts, fmt.Sprintf("worker %d: %s for %s: %s", id, o.reason, time.Since(o.since).Round(time.Second), o.cause))
+	}
+	return false, strings.Join(parts, "; ")
+}
+
+// setStarting records why the relay is not running yet ("" once it runs).
+func (h *health) setStarting(why string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.starting = why
+	h.setReadyGauge()
+}
+
+// stop marks the relay stopped (not ready).
+func (h *health) stop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopped = true
+	h.setReadyGauge()
+}
+
+// paused records that worker id is paused (holding its batch, taking no
+// records) for reason, because of cause.
+func (h *health) paused(id int, reason string, cause error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	o := h.workers[id]
+	switch {
+	case o == nil:
+		o = &outage{reason: reason, cause: cause.Error(), since: now, logged: now}
+		h.workers[id] = o
+		h.log.Warn("worker paused: taking no records until it can write again", "worker", id, "reason", reason, "err", cause)
+		h.m.Paused.WithLabelValues(strconv.Itoa(id), reason).Set(1)
+		h.setReadyGauge()
+		return
+	case o.reason != reason:
+		h.m.Paused.DeleteLabelValues(strconv.Itoa(id), o.reason)
+		h.m.Paused.WithLabelValues(strconv.Itoa(id), reason).Set(1)
+		o.reason = reason
+		o.logged = time.Time{}
+	}
+	if c := cause.Error(); c != o.cause || now.Sub(o.logged) >= outageLogEvery {
+		o.cause, o.logged = c, now
+		h.log.Warn("worker still paused", "worker", id, "reason", reason, "for", now.Sub(o.since).Round(time.Second), "err", cause)
+	}
+}
+
+// trouble is paused for an error met outside a transaction (polling,
+// creating the producer).
+func (h *health) trouble(id int, doing string, err error) {
+	h.paused(id, doing+" failed", err)
+}
+
+// fine records that worker id makes progress again.
+func (h *health) fine(id int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	o := h.workers[id]
+	if o == nil {
+		return
+	}
+	delete(h.workers, id)
+	h.m.Paused.DeleteLabelValues(strconv.Itoa(id), o.reason)
+	h.log.Info("worker resumed", "worker", id, "after", time.Since(o.since).Round(time.Millisecond), "reason", o.reason)
+	h.setReadyGauge()
+}
+
+// setReadyGauge mirrors Ready in the ready gauge; h.mu is held.
+func (h *health) setReadyGauge() {
+	v := 0.0
+	if !h.stopped && h.starting == "" && len(h.workers) == 0 {
+		v = 1
+	}
+	h.m.Ready.Set(v)
+}
