@@ -86,12 +86,12 @@ func (b *Broker) pickPorts() error {
 	}
 	var err error
 	if b.port == 0 {
-		if b.port, err = freePort(); err != nil {
+		if b.port, err = FreePort(); err != nil {
 			return err
 		}
 	}
 	for b.opts.JoinController == "" && (b.cport == 0 || b.cport == b.port) {
-		if b.cport, err = freePort(); err != nil {
+		if b.cport, err = FreePort(); err != nil {
 			return err
 		}
 	}

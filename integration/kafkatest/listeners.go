@@ -47,7 +47,7 @@ func WithListeners(opts Options, ls ...Listener) (Options, []Listener, error) {
 	pick := func(p int) (int, error) {
 		for p == 0 || taken[p] {
 			var err error
-			if p, err = freePort(); err != nil {
+			if p, err = FreePort(); err != nil {
 				return 0, err
 			}
 		}

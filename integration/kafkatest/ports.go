@@ -5,10 +5,12 @@ import (
 	"net"
 )
 
-// freePort asks the kernel for a free TCP port on 127.0.0.1. The port is
-// released before the broker binds it, so a race is possible; StartLocal
-// retries with new ports when the broker reports the address in use.
-func freePort() (int, error) {
+// FreePort asks the kernel for a free TCP port on 127.0.0.1 and returns it.
+// The port is released before the caller binds it, so another process may
+// take it in between: StartLocal retries with new ports when the broker
+// reports the address in use, and other callers (a proxy, a metrics
+// listener) should be ready to pick again.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("find a free port: %w", err)

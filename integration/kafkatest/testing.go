@@ -40,13 +40,19 @@ var shared struct {
 }
 
 // Main runs the tests of a test binary and then stops the local broker if
-// a test started one. Call it from TestMain:
+// a test started one, and exits. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { kafkatest.Main(m) }
 //
 // It starts nothing itself. When tests failed, the broker directory (with
-// broker.log) is kept and its path printed; otherwise it is removed.
-func Main(m *testing.M) {
+// broker.log) is kept and its path printed; otherwise it is removed. A
+// TestMain with its own clean-up to do after the tests calls Run instead.
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main without the exit: it runs the tests, stops the local broker
+// as Main does, and returns the exit code for the caller to pass to
+// os.Exit once it has cleaned up (deferred calls do not run on os.Exit).
+func Run(m *testing.M) int {
 	code := m.Run()
 	if b := shared.broker; b != nil {
 		if err := b.Stop(); err != nil {
@@ -58,7 +64,7 @@ func Main(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "kafkatest: remove broker directory: %v\n", err)
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // Bootstrap returns the seed brokers tests should use: those in
@@ -68,7 +74,7 @@ func Main(m *testing.M) {
 // and fails it when the broker cannot start.
 func Bootstrap(t testing.TB) []string {
 	t.Helper()
-	if seeds := externalSeeds(); len(seeds) > 0 {
+	if seeds := ExternalSeeds(); len(seeds) > 0 {
 		return seeds
 	}
 	return []string{sharedBroker(t).Addr()}
@@ -82,7 +88,7 @@ func Bootstrap(t testing.TB) []string {
 // restart.
 func LocalBroker(t testing.TB) *Broker {
 	t.Helper()
-	if len(externalSeeds()) > 0 {
+	if len(ExternalSeeds()) > 0 {
 		t.Skipf("kafkatest: %s is set; an external cluster cannot be killed or restarted", EnvBootstrap)
 	}
 	b := sharedBroker(t)
@@ -99,8 +105,11 @@ func LocalBroker(t testing.TB) *Broker {
 	return b
 }
 
-// externalSeeds parses KAFKA_BOOTSTRAP_SERVERS.
-func externalSeeds() []string {
+// ExternalSeeds returns the seed brokers listed in KAFKA_BOOTSTRAP_SERVERS
+// (comma separated, blanks ignored), or nil when it names none. A non-empty
+// result means the operator chose an external cluster: tests must use it
+// and not start, kill or restart a broker of their own.
+func ExternalSeeds() []string {
 	var seeds []string
 	for _, s := range strings.Split(os.Getenv(EnvBootstrap), ",") {
 		if s = strings.TrimSpace(s); s != "" {

@@ -45,13 +45,7 @@ type broker struct {
 // getBroker returns the cluster in KAFKA_BOOTSTRAP_SERVERS, or starts a
 // local one.
 func getBroker(ctx context.Context) (*broker, error) {
-	var seeds []string
-	for s := range strings.SplitSeq(os.Getenv(kafkatest.EnvBootstrap), ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			seeds = append(seeds, s)
-		}
-	}
-	if len(seeds) > 0 {
+	if seeds := kafkatest.ExternalSeeds(); len(seeds) > 0 {
 		return &broker{seeds: seeds, kind: "external"}, nil
 	}
 	progress("starting a local Kafka broker (set %s to use another cluster)", kafkatest.EnvBootstrap)
