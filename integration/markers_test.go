@@ -15,6 +15,7 @@ import (
 
 	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/eos"
+	"github.com/sharerelay/sharerelay/integration/harness"
 	"github.com/sharerelay/sharerelay/integration/kafkatest"
 	"github.com/sharerelay/sharerelay/lineage"
 )
@@ -47,7 +48,7 @@ func startTwoNodes(t *testing.T) *twoNodes {
 	// The internal topics (transaction state, group offsets, share group
 	// state) must live on node 1: create them before node 2 exists.
 	warm := "warmup"
-	createTopicOn(t, c.seeds, warm, 1, 1, nil)
+	createTopics(t, c.seeds, harness.Topic{Name: warm, Partitions: 1, Broker: 1})
 	tx, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...), kgo.TransactionalID("warmup"))
 	if err != nil {
 		t.Fatal(err)
@@ -123,12 +124,12 @@ func (c *twoNodes) waitLeader(t *testing.T, topic string, leader int32) {
 type ghost struct {
 	t       *testing.T
 	cl      *kgo.Client
-	p       *pipe
+	p       *harness.Pipeline
 	ledger  string
 	topicID [16]byte
 }
 
-func newGhost(t *testing.T, p *pipe, ledger string) *ghost {
+func newGhost(t *testing.T, p *harness.Pipeline, ledger string) *ghost {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Seeds...), kgo.TransactionalID("sharerelay-"+p.Name+"-ghost-0"),
 		kgo.TransactionTimeout(60*time.Second))
@@ -259,10 +260,11 @@ func TestRealBrokerClaimWhoseLedgerMarkerWasLost(t *testing.T) {
 		{"a committed claim is not credited with the next ABORT", true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPipe(t, c.seeds, pipeOpts{Partitions: 1, Workers: 1, OnBroker: 1})
-			ledger := p.Name + ".ledger"
-			createTopicOn(t, c.seeds, ledger, 1, 2, map[string]string{"cleanup.policy": "delete"})
-			createTopicOn(t, c.seeds, ledger+".snapshots", 1, 1, map[string]string{"cleanup.policy": "compact"})
+			p := newPipe(t, c.seeds, harness.PipelineOptions{Partitions: 1, Workers: 1, OnBroker: 1})
+			ledger := p.Ledger
+			createTopics(t, c.seeds,
+				harness.Topic{Name: ledger, Partitions: 1, Broker: 2, Configs: map[string]string{"cleanup.policy": "delete"}},
+				harness.Topic{Name: ledger + ".snapshots", Partitions: 1, Broker: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
 			seedOrders(t, p, 1, 200) // source offsets 0..199
 
 			g := newGhost(t, p, ledger)

@@ -4,6 +4,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sharerelay/sharerelay/integration/harness"
 )
 
 // bookNestTransforms are the BookNest rules of configs/booknest-packing.yaml.
@@ -16,7 +18,7 @@ func TestRealBrokerBookNestWithTwoProcesses(t *testing.T) {
 	seeds := seedsFor(t)
 	for _, delivery := range []string{"at-least-once", "exactly-once"} {
 		t.Run(delivery, func(t *testing.T) {
-			p := newPipe(t, seeds, pipeOpts{Delivery: delivery, Workers: 2, Transforms: bookNestTransforms})
+			p := newPipe(t, seeds, harness.PipelineOptions{Delivery: delivery, Workers: 2, Transforms: bookNestTransforms})
 			seedOrders(t, p, 1, 2000)
 			a := startRelay(t, p, "a")
 			b := startRelay(t, p, "b")
@@ -25,10 +27,10 @@ func TestRealBrokerBookNestWithTwoProcesses(t *testing.T) {
 			if o.Jobs.Records != 1996 {
 				t.Fatalf("packing jobs = %d, want 1996", o.Jobs.Records)
 			}
-			for _, pr := range []*proc{a, b} {
-				pr.signal(syscall.SIGTERM)
-				if code, err := pr.wait(30 * time.Second); err != nil || code != 0 {
-					t.Fatalf("relay %s after SIGTERM: exit %d, %v; want 0", pr.name, code, err)
+			for _, pr := range []*harness.Proc{a, b} {
+				_ = pr.Signal(syscall.SIGTERM) // an exited relay shows in its exit code
+				if code, err := pr.Wait(30 * time.Second); err != nil || code != 0 {
+					t.Fatalf("%s after SIGTERM: exit %d, %v; want 0", pr.Name(), code, err)
 				}
 			}
 		})
@@ -40,13 +42,13 @@ func TestRealBrokerSIGTERMMidStreamLosesNothing(t *testing.T) {
 	const n = 3000
 	// 10 ms per record keeps the stream going long enough to stop it in
 	// the middle of a batch.
-	p := newPipe(t, seeds, pipeOpts{Workers: 2, MaxRecords: 20, Transforms: `[{type: delay, duration: 10ms}]`})
+	p := newPipe(t, seeds, harness.PipelineOptions{Workers: 2, MaxRecords: 20, Transforms: `[{type: delay, duration: 10ms}]`})
 	seedOrders(t, p, 1, n)
 	a := startRelay(t, p, "a")
 	waitFor(t, p, 2*time.Minute, "some output", func(o outcome) bool { return o.Jobs.Records >= 200 })
-	a.signal(syscall.SIGTERM)
+	_ = a.Signal(syscall.SIGTERM) // an exited relay shows in its exit code
 	start := time.Now()
-	if code, err := a.wait(30 * time.Second); err != nil || code != 0 {
+	if code, err := a.Wait(30 * time.Second); err != nil || code != 0 {
 		t.Fatalf("relay after SIGTERM: exit %d, %v; want 0", code, err)
 	}
 	t.Logf("relay stopped %s after SIGTERM", time.Since(start).Round(time.Millisecond))
@@ -69,12 +71,12 @@ func TestRealBrokerSIGTERMMidStreamLosesNothing(t *testing.T) {
 func TestRealBrokerSameInstanceNameFencesTheZombie(t *testing.T) {
 	seeds := seedsFor(t)
 	const n = 2000
-	p := newPipe(t, seeds, pipeOpts{Workers: 2, MaxRecords: 20, Transforms: `[{type: delay, duration: 5ms}]`})
+	p := newPipe(t, seeds, harness.PipelineOptions{Workers: 2, MaxRecords: 20, Transforms: `[{type: delay, duration: 5ms}]`})
 	seedOrders(t, p, 1, n)
 	old := startRelay(t, p, "x")
 	waitFor(t, p, time.Minute, "progress", func(o outcome) bool { return o.Jobs.Records >= 200 })
 	startRelay(t, p, "x")
-	code, err := old.wait(time.Minute)
+	code, err := old.Wait(time.Minute)
 	if err != nil || code == 0 {
 		t.Fatalf("the fenced instance exited %d (%v); want a non-zero exit", code, err)
 	}

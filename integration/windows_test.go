@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sharerelay/sharerelay/integration/harness"
 	"github.com/sharerelay/sharerelay/internal/failpoint"
 )
 
@@ -49,10 +50,10 @@ func TestRealBrokerWindow1CrashAfterCommitBeforeAck(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.delivery, func(t *testing.T) {
 			const n = 300
-			p := newPipe(t, seeds, pipeOpts{Delivery: m.delivery, Workers: 1, MaxRecords: 20})
+			p := newPipe(t, seeds, harness.PipelineOptions{Delivery: m.delivery, Workers: 1, MaxRecords: 20})
 			seedOrders(t, p, 1, n)
 			a := startRelay(t, p, "a", fp(failpoint.AfterCommitBeforeAck+"=kill@3"))
-			if code, err := a.wait(2 * time.Minute); err != nil || code != 128+int(syscall.SIGKILL) {
+			if code, err := a.Wait(2 * time.Minute); err != nil || code != 128+int(syscall.SIGKILL) {
 				t.Fatalf("relay a: exit %d, %v; want killed by the failpoint", code, err)
 			}
 			startRelay(t, p, "b")
@@ -68,7 +69,7 @@ func TestRealBrokerWindow2LockExpiresDuringSlowTransform(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.delivery, func(t *testing.T) {
 			const n = 200
-			p := newPipe(t, seeds, pipeOpts{
+			p := newPipe(t, seeds, harness.PipelineOptions{
 				Delivery: m.delivery, Workers: 2, MaxRecords: 20, RenewLocks: false,
 				GroupConfigs: map[string]string{"share.record.lock.duration.ms": "2000"},
 				// Every 50th order is slow (3 s, past the 2 s lock) on
@@ -90,7 +91,7 @@ func TestRealBrokerWindow3StalledPastTheLockThenCommits(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.delivery, func(t *testing.T) {
 			const n = 300
-			p := newPipe(t, seeds, pipeOpts{
+			p := newPipe(t, seeds, harness.PipelineOptions{
 				Delivery: m.delivery, Workers: 1, MaxRecords: 20, RenewLocks: false,
 				GroupConfigs: map[string]string{"share.record.lock.duration.ms": "2000"},
 			})
@@ -110,8 +111,8 @@ func TestRealBrokerWindow3StalledPastTheLockThenCommits(t *testing.T) {
 func TestRealBrokerWindow3ZombieSIGSTOP(t *testing.T) {
 	seeds := seedsFor(t)
 	const n = 2000
-	p := newPipe(t, seeds, pipeOpts{
-		Workers: 2, MaxRecords: 20, RenewLocks: false, TxnTimeout: "2s",
+	p := newPipe(t, seeds, harness.PipelineOptions{
+		Workers: 2, MaxRecords: 20, RenewLocks: false, TxnTimeout: 2 * time.Second,
 		GroupConfigs: map[string]string{"share.record.lock.duration.ms": "3000"},
 		Transforms:   `[{type: delay, duration: 5ms}]`,
 	})
@@ -120,9 +121,9 @@ func TestRealBrokerWindow3ZombieSIGSTOP(t *testing.T) {
 	startRelay(t, p, "b")
 	for i := 0; i < 3; i++ {
 		waitFor(t, p, time.Minute, "progress", func(o outcome) bool { return o.Jobs.Records >= (i+1)*300 })
-		a.signal(syscall.SIGSTOP)
+		_ = a.Signal(syscall.SIGSTOP) // a relay that exited is judged by the outcome
 		time.Sleep(5 * time.Second)
-		a.signal(syscall.SIGCONT)
+		_ = a.Signal(syscall.SIGCONT)
 	}
 	exactlyOnce(t, settled(t, p, n, 3*time.Minute), n, 0)
 }
@@ -133,7 +134,7 @@ func TestRealBrokerWindow4AmbiguousCommit(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.delivery, func(t *testing.T) {
 			const n = 300
-			p := newPipe(t, seeds, pipeOpts{Delivery: m.delivery, Workers: 1, MaxRecords: 20})
+			p := newPipe(t, seeds, harness.PipelineOptions{Delivery: m.delivery, Workers: 1, MaxRecords: 20})
 			seedOrders(t, p, 1, n)
 			startRelay(t, p, "a", fp(failpoint.EndTxnResponseLost+"=error@2"))
 			judge(t, m, settled(t, p, n, 2*time.Minute), n, 0)
@@ -150,13 +151,13 @@ func TestRealBrokerWindow5BrokerRestartAfterCommit(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.delivery, func(t *testing.T) {
 			const n = 300
-			p := newPipe(t, seeds, pipeOpts{Delivery: m.delivery, Workers: 1, MaxRecords: 20})
+			p := newPipe(t, seeds, harness.PipelineOptions{Delivery: m.delivery, Workers: 1, MaxRecords: 20})
 			seedOrders(t, p, 1, n)
 			a := startRelay(t, p, "a", fp(failpoint.AfterCommitBeforeAck+"=kill@3"))
-			if code, err := a.wait(2 * time.Minute); err != nil || code != 128+int(syscall.SIGKILL) {
+			if code, err := a.Wait(2 * time.Minute); err != nil || code != 128+int(syscall.SIGKILL) {
 				t.Fatalf("relay a: exit %d, %v; want killed by the failpoint", code, err)
 			}
-			restartBroker(t, seeds, p.Output, p.DLQ, p.Name+".ledger")
+			restartBroker(t, seeds, p.Output, p.DeadLetter, p.Ledger)
 			startRelay(t, p, "b")
 			judge(t, m, settled(t, p, n, 3*time.Minute), n, 0)
 		})
@@ -170,7 +171,7 @@ func TestRealBrokerWindow5BrokerRestartAfterCommit(t *testing.T) {
 func TestRealBrokerKillOnTheLastAttemptStillDeadLettersOnce(t *testing.T) {
 	seeds := seedsFor(t)
 	const n = 200
-	p := newPipe(t, seeds, pipeOpts{
+	p := newPipe(t, seeds, harness.PipelineOptions{
 		Workers: 1, MaxRecords: 20,
 		// Limit 3: attempts 1 and 2 are the relay's, 3 is the spare.
 		GroupConfigs: map[string]string{"share.delivery.count.limit": "3"},
@@ -178,7 +179,7 @@ func TestRealBrokerKillOnTheLastAttemptStillDeadLettersOnce(t *testing.T) {
 	})
 	seedOrders(t, p, 1, n)
 	a := startRelay(t, p, "a", fp(failpoint.BeforeDeadLetterCommit+"=kill@1"))
-	if code, err := a.wait(2 * time.Minute); err != nil || code != 128+int(syscall.SIGKILL) {
+	if code, err := a.Wait(2 * time.Minute); err != nil || code != 128+int(syscall.SIGKILL) {
 		t.Fatalf("relay a: exit %d, %v; want killed by the failpoint", code, err)
 	}
 	startRelay(t, p, "b")

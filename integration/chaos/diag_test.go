@@ -365,7 +365,7 @@ func (s *scenario) startJanitor() {
 			case <-time.After(5 * time.Second):
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			hs, err := findHanging(ctx, s.adm, s.env.direct, s.pipeline, false, s.txnTopics()...)
+			hs, err := findHanging(ctx, s.adm, s.env.direct, s.p.Name, false, s.txnTopics()...)
 			next := map[string]bool{}
 			var due []hangingTxn
 			for _, h := range hs {

@@ -23,9 +23,11 @@
 //
 // # The set-up
 //
-// TestMain builds ./cmd/relay. On first use the suite starts its own broker
-// (kafkatest.StartLocal, not the broker other packages share), because it
-// must kill and restart it and give it extra listeners
+// TestMain builds ./cmd/relay with integration/harness, which also holds
+// the pipeline file, seeding, the process wrapper and the open-transaction
+// check this suite shares with integration/. On first use the suite starts
+// its own broker (kafkatest.StartLocal, not the broker other packages
+// share), because it must kill and restart it and give it extra listeners
 // (kafkatest.WithListeners):
 //
 //   - PLAINTEXT, advertised as itself: the harness's own clients — seeding,

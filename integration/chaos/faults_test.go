@@ -137,11 +137,11 @@ func (s *scenario) pauseRelay(i int, d time.Duration) {
 	s.faultMu.Lock()
 	s.paused[r] = true
 	s.faultMu.Unlock()
-	inc.signal(syscall.SIGSTOP)
+	_ = inc.Signal(syscall.SIGSTOP) // nothing to do once it has exited
 	s.count(func(res *result) { res.Pauses++ })
 	s.t.Logf("SIGSTOP relay %s for %s", r.name, d.Round(time.Millisecond))
 	s.sleep(d)
-	inc.signal(syscall.SIGCONT)
+	_ = inc.Signal(syscall.SIGCONT)
 	s.faultMu.Lock()
 	delete(s.paused, r)
 	s.faultMu.Unlock()
@@ -213,7 +213,7 @@ func (s *scenario) healAllQuiet() {
 	}
 	for r := range paused {
 		if inc := r.current(); inc != nil {
-			inc.signal(syscall.SIGCONT)
+			_ = inc.Signal(syscall.SIGCONT) // it may have exited since
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sharerelay/sharerelay/audit"
+	"github.com/sharerelay/sharerelay/integration/harness"
 )
 
 // opts shapes a scenario's pipeline and run.
@@ -69,8 +69,8 @@ type scenario struct {
 	dir   string // logs and configs; kept when the test fails
 	began time.Time
 
-	pipeline, source, output, dlq, ledger, group string
-	cfgPath                                      string
+	// p is the pipeline: its topics, group, ledger and file.
+	p *harness.Pipeline
 
 	adm    *kadm.Client
 	admCl  *kgo.Client
@@ -150,49 +150,37 @@ func newScenario(t *testing.T, n needs, o opts) *scenario {
 		os.RemoveAll(s.dir)
 	})
 
-	base := strings.ToLower(s.name)
-	s.pipeline = fmt.Sprintf("chaos-%s-%s-%d", base, runSalt, scenarioSeq.Add(1))
-	s.source, s.output, s.dlq = s.pipeline+".orders", s.pipeline+".jobs", s.pipeline+".dlq"
-	s.ledger, s.group = s.pipeline+".ledger", s.pipeline+".group"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s.p, err = harness.NewPipeline(ctx, harness.PipelineOptions{
+		Name:  fmt.Sprintf("chaos-%s-%s-%d", strings.ToLower(s.name), runSalt, scenarioSeq.Add(1)),
+		Seeds: e.direct,
+		// Each relay process gets its slot's proxy and its own metrics
+		// port through the environment.
+		Brokers:       []string{"${CHAOS_BROKERS}"},
+		MetricsListen: "${CHAOS_METRICS_ADDR}",
+		Dir:           s.dir,
+		Delivery:      o.Delivery,
+		Workers:       o.Workers,
+		Partitions:    o.Partitions,
+		MaxRecords:    o.MaxRecords,
+		Transforms:    o.Transforms,
+		TxnTimeout:    o.TxnTimeout,
+		RenewLocks:    !o.NoRenew,
+		MaxAttempts:   o.MaxAttempts,
+		GroupConfigs: map[string]string{
+			"share.record.lock.duration.ms": strconv.Itoa(o.LockMs),
+			"share.delivery.count.limit":    strconv.Itoa(o.DeliveryLimit),
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if s.admCl, err = kgo.NewClient(kgo.SeedBrokers(e.direct...), kgo.RetryTimeout(30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	s.adm = kadm.NewClient(s.admCl)
 	t.Cleanup(s.admCl.Close)
-	s.createTopic(s.source, o.Partitions)
-	s.createTopic(s.output, 3)
-	s.createTopic(s.dlq, 1)
-
-	renew := !o.NoRenew
-	y := fmt.Sprintf(`name: %s
-brokers: ["${CHAOS_BROKERS}"]
-delivery: %s
-workers: %d
-source:
-  topics: [%s]
-  group: %s
-  group_configs:
-    share.record.lock.duration.ms: "%d"
-    share.delivery.count.limit: "%d"
-output:
-  topic: %s
-  transaction_timeout: %s
-dead_letter:
-  topic: %s
-  max_attempts: %d
-batch:
-  max_records: %d
-  poll_timeout: 500ms
-  renew_locks: %v
-transforms: %s
-metrics:
-  listen: "${CHAOS_METRICS_ADDR}"
-`, s.pipeline, o.Delivery, o.Workers, s.source, s.group, o.LockMs, o.DeliveryLimit, s.output, o.TxnTimeout,
-		s.dlq, o.MaxAttempts, o.MaxRecords, renew, o.Transforms)
-	s.cfgPath = filepath.Join(s.dir, "pipeline.yaml")
-	if err := os.WriteFile(s.cfgPath, []byte(y), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	s.res = &result{Scenario: s.name, Seed: s.seed, Records: o.Records, Relays: o.Relays, Workers: o.Workers,
 		Partitions: int(o.Partitions), Delivery: o.Delivery, Toxics: map[string]int{}}
 	for i := 0; i < o.Relays; i++ {
@@ -229,54 +217,20 @@ func (s *scenario) between(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(s.rng.Int64N(int64(hi-lo)+1))
 }
 
-func (s *scenario) createTopic(name string, parts int32) {
-	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := s.adm.CreateTopic(ctx, parts, 1, nil, name)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		s.t.Fatalf("creating topic %s: %v", name, err)
-	}
+// orders are the scenario's source records: {"order_id": i, "run": <pipeline>}.
+func (s *scenario) orders() harness.Orders {
+	return harness.Orders{Topic: s.p.Source, Run: s.p.Name}
 }
 
-// seedRange writes orders {"order_id": i, "run": ...} for i in [from, to],
-// keyed by i, through the direct listener.
+// seedRange writes the orders i in [from, to] through the direct listener.
 func (s *scenario) seedRange(from, to int) {
 	s.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.env.direct...), kgo.ProducerLinger(5*time.Millisecond),
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	err := s.orders().Seed(ctx, s.env.direct, from, to,
 		kgo.MaxBufferedRecords(50_000), kgo.RecordDeliveryTimeout(2*time.Minute), kgo.ProducerBatchMaxBytes(int32(batchBytes())))
 	if err != nil {
 		s.t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var (
-		first error
-		mu    sync.Mutex
-		wg    sync.WaitGroup
-	)
-	for i := from; i <= to; i++ {
-		r := &kgo.Record{Topic: s.source, Key: strconv.AppendInt(nil, int64(i), 10),
-			Value: fmt.Appendf(nil, `{"order_id":%d,"run":%q}`, i, s.pipeline)}
-		wg.Add(1)
-		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-			}
-			wg.Done()
-		})
-	}
-	wg.Wait()
-	if first != nil {
-		s.t.Fatalf("seeding %s: %v", s.source, first)
 	}
 }
 
@@ -299,6 +253,7 @@ func (s *scenario) stream(from, to int, d time.Duration) (wait func()) {
 		per := float64(to-from+1) / float64(steps)
 		next := from
 		start := time.Now()
+		orders := s.orders()
 		var failed atomic.Bool
 		for step := 1; next <= to; step++ {
 			end := min(to, from+int(per*float64(step))-1)
@@ -306,11 +261,9 @@ func (s *scenario) stream(from, to int, d time.Duration) (wait func()) {
 				end = to
 			}
 			for ; next <= end; next++ {
-				r := &kgo.Record{Topic: s.source, Key: strconv.AppendInt(nil, int64(next), 10),
-					Value: fmt.Appendf(nil, `{"order_id":%d,"run":%q}`, next, s.pipeline)}
-				cl.Produce(context.Background(), r, func(_ *kgo.Record, err error) {
+				cl.Produce(context.Background(), orders.Record(next), func(_ *kgo.Record, err error) {
 					if err != nil && !failed.Swap(true) {
-						s.t.Errorf("streaming records to %s: %v", s.source, err)
+						s.t.Errorf("streaming records to %s: %v", s.p.Source, err)
 					}
 				})
 			}
@@ -351,7 +304,7 @@ func (s *scenario) startAll() {
 
 // lag returns the share group's total lag, or -1 when unknown.
 func (s *scenario) lag(ctx context.Context) int64 {
-	l, err := audit.ShareGroupLag(ctx, s.adm, s.group, s.source)
+	l, err := audit.ShareGroupLag(ctx, s.adm, s.p.Group, s.p.Source)
 	if err != nil {
 		return -1
 	}
@@ -390,37 +343,11 @@ func (s *scenario) sleep(d time.Duration) {
 	}
 }
 
-// openTxns returns the partitions of topics whose last stable offset is
-// below their high watermark (an open transaction).
-func (s *scenario) openTxns(ctx context.Context, topics ...string) ([]string, error) {
-	hw, err := s.adm.ListEndOffsets(ctx, topics...)
-	if err == nil {
-		err = hw.Error()
-	}
-	if err != nil {
-		return nil, err
-	}
-	ls, err := s.adm.ListCommittedOffsets(ctx, topics...)
-	if err == nil {
-		err = ls.Error()
-	}
-	if err != nil {
-		return nil, err
-	}
-	var open []string
-	hw.Each(func(o kadm.ListedOffset) {
-		if l, ok := ls.Lookup(o.Topic, o.Partition); !ok || l.Offset != o.Offset {
-			open = append(open, fmt.Sprintf("%s[%d] lso %d hw %d", o.Topic, o.Partition, l.Offset, o.Offset))
-		}
-	})
-	return open, nil
-}
-
 func (s *scenario) txnTopics() []string {
 	if s.o.Delivery != "exactly-once" {
-		return []string{s.output, s.dlq} // no ledger
+		return []string{s.p.Output, s.p.DeadLetter} // no ledger
 	}
-	return []string{s.output, s.dlq, s.ledger}
+	return []string{s.p.Output, s.p.DeadLetter, s.p.Ledger}
 }
 
 // quiesce heals every fault, waits until the group has no lag and no
@@ -440,14 +367,14 @@ func (s *scenario) quiesce(d time.Duration) {
 			s.dumpState()
 			if len(lastOpen) > 0 {
 				dctx, dcancel := context.WithTimeout(context.Background(), time.Minute)
-				s.t.Logf("hanging transactions:\n%s", diagnoseOpenTxns(dctx, s.adm, s.env.direct, s.pipeline, s.ledger, s.txnTopics()...))
+				s.t.Logf("hanging transactions:\n%s", diagnoseOpenTxns(dctx, s.adm, s.env.direct, s.p.Name, s.p.Ledger, s.txnTopics()...))
 				dcancel()
 			}
 			s.t.Fatalf("not quiescent after %s: lag %d, open transactions %v (last error %v)", d, lastLag, lastOpen, lastErr)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		lastLag = s.lag(ctx)
-		lastOpen, lastErr = s.openTxns(ctx, s.txnTopics()...)
+		lastOpen, lastErr = harness.OpenTransactions(ctx, s.adm, s.txnTopics()...)
 		cancel()
 		if lastLag == 0 && lastErr == nil && len(lastOpen) == 0 {
 			stable++
@@ -472,7 +399,7 @@ func (s *scenario) quiesce(d time.Duration) {
 	repaired := false
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		open, err := s.openTxns(ctx, s.txnTopics()...)
+		open, err := harness.OpenTransactions(ctx, s.adm, s.txnTopics()...)
 		cancel()
 		if err == nil && len(open) == 0 {
 			break
@@ -496,7 +423,7 @@ func (s *scenario) repairHanging(final bool) {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	hs, err := findHanging(ctx, s.adm, s.env.direct, s.pipeline, final, s.txnTopics()...)
+	hs, err := findHanging(ctx, s.adm, s.env.direct, s.p.Name, final, s.txnTopics()...)
 	if err == nil && len(hs) > 0 {
 		for _, h := range hs {
 			s.t.Logf("hanging transaction (markers dropped by the broker): %v; completing it", h)
@@ -505,7 +432,7 @@ func (s *scenario) repairHanging(final bool) {
 		s.count(func(r *result) { r.HangingTxns += len(hs) })
 	}
 	if err != nil {
-		s.t.Logf("hanging transactions:\n%s", diagnoseOpenTxns(ctx, s.adm, s.env.direct, s.pipeline, s.ledger, s.txnTopics()...))
+		s.t.Logf("hanging transactions:\n%s", diagnoseOpenTxns(ctx, s.adm, s.env.direct, s.p.Name, s.p.Ledger, s.txnTopics()...))
 		s.t.Fatalf("completing hanging transactions: %v", err)
 	}
 }
@@ -551,7 +478,7 @@ func (s *scenario) teardown() {
 func (s *scenario) dumpState() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if l, err := audit.ShareGroupLag(ctx, s.adm, s.group, s.source); err == nil {
+	if l, err := audit.ShareGroupLag(ctx, s.adm, s.p.Group, s.p.Source); err == nil {
 		s.t.Logf("share group lag per partition: %v", l)
 	} else {
 		s.t.Logf("share group lag: %v", err)
@@ -570,17 +497,17 @@ func (s *scenario) verify() *audit.Report {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	ledger := s.ledger
+	ledger := s.p.Ledger
 	if s.o.Delivery != "exactly-once" {
 		ledger = ""
 	}
 	rep, err := audit.Verify(ctx, audit.VerifyConfig{
 		ClientOpts:      []kgo.Opt{kgo.SeedBrokers(s.env.direct...)},
-		Sources:         []string{s.source},
+		Sources:         []string{s.p.Source},
 		SourceCommitted: true,
-		Outputs:         []string{s.output},
-		DeadLetter:      s.dlq,
-		Group:           s.group,
+		Outputs:         []string{s.p.Output},
+		DeadLetter:      s.p.DeadLetter,
+		Group:           s.p.Group,
 		Ledger:          ledger,
 	})
 	if err != nil {

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +14,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
 
+	"github.com/sharerelay/sharerelay/integration/harness"
 	"github.com/sharerelay/sharerelay/integration/kafkatest"
 )
 
@@ -29,22 +27,16 @@ var relayBin string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "sharerelay-chaos-bin-")
+	bin, cleanup, err := harness.BuildRelay(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	relayBin = filepath.Join(dir, "relay")
-	out, err := exec.Command("go", "build", "-o", relayBin, "../../cmd/relay").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building the relay: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	relayBin = bin
 	code := m.Run()
 	closeEnv(code != 0)
 	writeReport()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
@@ -91,7 +83,7 @@ func chaosEnv(t *testing.T, n needs) *env {
 		}
 		t.Skip("chaos test skipped under -short")
 	}
-	if seeds := externalSeeds(); len(seeds) > 0 {
+	if seeds := kafkatest.ExternalSeeds(); len(seeds) > 0 {
 		// The operator chose an external cluster: the harness cannot
 		// put a proxy between the relays and it (the brokers advertise
 		// themselves) nor restart it. Not a failure even when the broker
@@ -117,16 +109,6 @@ func chaosEnv(t *testing.T, n needs) *env {
 	return envVal
 }
 
-func externalSeeds() []string {
-	var seeds []string
-	for _, s := range strings.Split(os.Getenv(kafkatest.EnvBootstrap), ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			seeds = append(seeds, s)
-		}
-	}
-	return seeds
-}
-
 // startEnv starts one proxy per relay slot and a broker with a direct
 // PLAINTEXT listener plus one listener per slot that advertises that
 // slot's proxy. Clients that bootstrap through a proxy get the proxy's
@@ -142,7 +124,7 @@ func startEnv() (*env, error) {
 		proxyAddrs := make([]string, maxRelays)
 		ls := make([]kafkatest.Listener, maxRelays)
 		for i := range proxyAddrs {
-			p, err := freePort()
+			p, err := kafkatest.FreePort()
 			if err != nil {
 				return nil, err
 			}
@@ -217,13 +199,4 @@ func closeEnv(failed bool) {
 		return
 	}
 	os.RemoveAll(b.Dir())
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sharerelay/sharerelay/integration/harness"
 	"github.com/sharerelay/sharerelay/lineage"
 )
 
@@ -45,11 +46,13 @@ type readerResult struct {
 
 func (s *scenario) startReader() {
 	s.t.Helper()
-	want := map[string]map[int32]kgo.Offset{s.output: {}, s.dlq: {}}
-	for p := int32(0); p < 3; p++ {
-		want[s.output][p] = kgo.NewOffset().AtStart()
+	want := map[string]map[int32]kgo.Offset{s.p.Output: {}, s.p.DeadLetter: {}}
+	for p := range int32(harness.OutputPartitions) {
+		want[s.p.Output][p] = kgo.NewOffset().AtStart()
 	}
-	want[s.dlq][0] = kgo.NewOffset().AtStart()
+	for p := range int32(harness.DeadLetterPartitions) {
+		want[s.p.DeadLetter][p] = kgo.NewOffset().AtStart()
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(s.env.direct...),
 		kgo.ConsumePartitions(want),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -62,7 +65,7 @@ func (s *scenario) startReader() {
 	rd := &committedReader{cl: cl, cancel: cancel, done: make(chan struct{}),
 		counts: make(map[srcKey]int32, s.o.Records), pos: map[string]map[int32]int64{}}
 	s.reader = rd
-	go rd.run(ctx, s.source)
+	go rd.run(ctx, s.p.Source)
 }
 
 func (rd *committedReader) run(ctx context.Context, source string) {
@@ -110,7 +113,7 @@ func (rd *committedReader) stop() {
 func (rd *committedReader) finish(s *scenario) readerResult {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	ends, err := s.adm.ListEndOffsets(ctx, s.output, s.dlq)
+	ends, err := s.adm.ListEndOffsets(ctx, s.p.Output, s.p.DeadLetter)
 	cancel()
 	if err == nil {
 		err = ends.Error()

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sharerelay/sharerelay/integration/harness"
+	"github.com/sharerelay/sharerelay/integration/kafkatest"
 )
 
 // relay is one relay slot: an instance name, a proxy, and the succession of
@@ -40,12 +42,9 @@ type relay struct {
 
 // incarnation is one relay process.
 type incarnation struct {
+	*harness.Proc
 	n           int
-	cmd         *exec.Cmd
-	done        chan struct{}
-	err         error
 	metricsAddr string
-	logPath     string
 	started     time.Time
 	env         []string
 
@@ -66,30 +65,6 @@ func (inc *incarnation) getCause() string {
 	return inc.cause
 }
 
-func (inc *incarnation) exited() bool {
-	select {
-	case <-inc.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// exitCode is the exit status, 128+signal when killed by a signal.
-func (inc *incarnation) exitCode() int {
-	var ee *exec.ExitError
-	if errors.As(inc.err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return ee.ExitCode()
-	}
-	if inc.err != nil {
-		return -1
-	}
-	return 0
-}
-
 // start launches the first incarnation and the supervisor.
 func (r *relay) start() {
 	r.supDone = make(chan struct{})
@@ -107,35 +82,22 @@ func (r *relay) spawn() (*incarnation, error) {
 	if r.gone {
 		return nil, errGone
 	}
-	port, err := freePort()
+	port, err := kafkatest.FreePort()
 	if err != nil {
 		return nil, err
 	}
 	n := len(r.incs) + 1
-	inc := &incarnation{n: n, metricsAddr: fmt.Sprintf("127.0.0.1:%d", port), started: time.Now(),
-		logPath: filepath.Join(r.s.dir, fmt.Sprintf("%s.%d.log", r.name, n)), done: make(chan struct{}), maxima: map[string]float64{}}
-	f, err := os.Create(inc.logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(relayBin, "run", "-c", r.s.cfgPath, "--instance", r.name, "--log-level", "info")
-	cmd.Env = append(os.Environ(), "CHAOS_BROKERS="+r.s.env.slots[r.slot], "CHAOS_METRICS_ADDR="+inc.metricsAddr)
+	inc := &incarnation{n: n, metricsAddr: fmt.Sprintf("127.0.0.1:%d", port), started: time.Now(), maxima: map[string]float64{}}
+	c := harness.RelayCommand(relayBin, r.s.p.Path, r.name)
+	c.LogPath = filepath.Join(r.s.dir, fmt.Sprintf("%s.%d.log", r.name, n))
+	c.Env = []string{"CHAOS_BROKERS=" + r.s.env.slots[r.slot], "CHAOS_METRICS_ADDR=" + inc.metricsAddr}
 	if r.s.o.Env != nil {
 		inc.env = r.s.o.Env(r.slot, n)
-		cmd.Env = append(cmd.Env, inc.env...)
+		c.Env = append(c.Env, inc.env...)
 	}
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		f.Close()
+	if inc.Proc, err = harness.Start(c); err != nil {
 		return nil, err
 	}
-	inc.cmd = cmd
-	go func() {
-		inc.err = cmd.Wait()
-		f.Close()
-		close(inc.done)
-	}()
 	r.cur = inc
 	r.incs = append(r.incs, inc)
 	return inc, nil
@@ -148,7 +110,7 @@ var errGone = errors.New("relay stopped for good")
 func (r *relay) supervise(inc *incarnation) {
 	defer close(r.supDone)
 	for {
-		<-inc.done
+		<-inc.Done()
 		r.mu.Lock()
 		gone := r.gone
 		delay := r.nextDelay
@@ -160,14 +122,14 @@ func (r *relay) supervise(inc *incarnation) {
 		cause := inc.getCause()
 		if cause == "" {
 			delay = time.Second
-			code := inc.exitCode()
-			if fp := failpointKill(inc.logPath); fp != "" {
+			code := inc.ExitCode()
+			if fp := failpointKill(inc); fp != "" {
 				r.s.count(func(res *result) { res.FailpointKills++ })
 				r.s.t.Logf("relay %s#%d killed by failpoint %s (exit %d)", r.name, inc.n, fp, code)
 			} else {
 				r.s.count(func(res *result) { res.RelayExits++ })
 				r.s.t.Logf("relay %s#%d exited on its own with status %d after %s; restarting. Log tail:\n%s",
-					r.name, inc.n, code, time.Since(inc.started).Round(time.Millisecond), tail(inc.logPath, 1500))
+					r.name, inc.n, code, time.Since(inc.started).Round(time.Millisecond), inc.LogTail(1500))
 			}
 		}
 		for {
@@ -202,7 +164,7 @@ func (r *relay) supervise(inc *incarnation) {
 func (r *relay) current() *incarnation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cur == nil || r.cur.exited() {
+	if r.cur == nil || r.cur.Exited() {
 		return nil
 	}
 	return r.cur
@@ -226,11 +188,6 @@ func (r *relay) unhold() {
 	}
 }
 
-// signalGroup signals the incarnation's process.
-func (inc *incarnation) signal(sig syscall.Signal) {
-	_ = syscall.Kill(inc.cmd.Process.Pid, sig)
-}
-
 // kill SIGKILLs the running incarnation and has it restarted after
 // restart. It returns false when no process was running.
 func (r *relay) kill(restart time.Duration) bool {
@@ -242,9 +199,7 @@ func (r *relay) kill(restart time.Duration) bool {
 	r.nextDelay = restart
 	r.mu.Unlock()
 	inc.setCause("SIGKILL")
-	inc.signal(syscall.SIGKILL)
-	inc.signal(syscall.SIGCONT)
-	<-inc.done
+	inc.Kill()
 	return true
 }
 
@@ -260,15 +215,14 @@ func (r *relay) term(restart, grace time.Duration) (code int, took time.Duration
 	r.mu.Unlock()
 	inc.setCause("SIGTERM")
 	start := time.Now()
-	inc.signal(syscall.SIGTERM)
+	_ = inc.Signal(syscall.SIGTERM) // nothing to do once it has exited
 	select {
-	case <-inc.done:
+	case <-inc.Done():
 	case <-time.After(grace):
 		inc.setCause("SIGTERM timeout, SIGKILL")
-		inc.signal(syscall.SIGKILL)
-		<-inc.done
+		inc.Kill()
 	}
-	return inc.exitCode(), time.Since(start)
+	return inc.ExitCode(), time.Since(start)
 }
 
 // stopForGood stops the relay with SIGTERM (SIGKILL after 60 s) and ends
@@ -278,19 +232,18 @@ func (r *relay) stopForGood() {
 	r.gone = true
 	inc := r.cur
 	r.mu.Unlock()
-	if inc != nil && !inc.exited() {
+	if inc != nil && !inc.Exited() {
 		inc.setCause("final SIGTERM")
-		inc.signal(syscall.SIGCONT)
-		inc.signal(syscall.SIGTERM)
+		_ = inc.Signal(syscall.SIGCONT) // nothing to do once it has exited
+		_ = inc.Signal(syscall.SIGTERM)
 		select {
-		case <-inc.done:
-			if c := inc.exitCode(); c != 0 {
+		case <-inc.Done():
+			if c := inc.ExitCode(); c != 0 {
 				r.s.t.Logf("relay %s#%d exited %d after the final SIGTERM", r.name, inc.n, c)
 			}
 		case <-time.After(60 * time.Second):
 			r.s.t.Logf("relay %s#%d did not stop within 60 s of SIGTERM; SIGKILL", r.name, inc.n)
-			inc.signal(syscall.SIGKILL)
-			<-inc.done
+			inc.Kill()
 		}
 	}
 	if r.supDone != nil {
@@ -304,11 +257,9 @@ func (r *relay) killForGood() {
 	r.gone = true
 	inc := r.cur
 	r.mu.Unlock()
-	if inc != nil && !inc.exited() {
+	if inc != nil && !inc.Exited() {
 		inc.setCause("teardown")
-		inc.signal(syscall.SIGKILL)
-		inc.signal(syscall.SIGCONT)
-		<-inc.done
+		inc.Kill()
 	}
 	if r.supDone != nil {
 		<-r.supDone
@@ -321,8 +272,8 @@ func (r *relay) describe() string {
 	var b strings.Builder
 	for _, inc := range r.incs {
 		state := "running"
-		if inc.exited() {
-			state = fmt.Sprintf("exit %d (%s)", inc.exitCode(), inc.getCause())
+		if inc.Exited() {
+			state = fmt.Sprintf("exit %d (%s)", inc.ExitCode(), inc.getCause())
 		}
 		fmt.Fprintf(&b, "#%d %s %v; ", inc.n, state, inc.env)
 	}
@@ -337,23 +288,15 @@ func (r *relay) logTail(t *testing.T, max int) {
 	r.mu.Unlock()
 	for i, inc := range incs {
 		if i == len(incs)-1 || inc.getCause() == "" {
-			t.Logf("---- relay %s#%d log (%s) tail ----\n%s", r.name, inc.n, inc.logPath, tail(inc.logPath, max))
+			t.Logf("---- relay %s#%d log (%s) tail ----\n%s", r.name, inc.n, inc.LogPath(), inc.LogTail(max))
 		}
 	}
 }
 
-func tail(path string, max int) string {
-	b, _ := os.ReadFile(path)
-	if len(b) > max {
-		b = b[len(b)-max:]
-	}
-	return string(b)
-}
-
 // failpointKill returns the failpoint named in the log line the relay
 // writes before a failpoint kills it, or "".
-func failpointKill(logPath string) string {
-	b := []byte(tail(logPath, 4096))
+func failpointKill(inc *incarnation) string {
+	b := []byte(inc.LogTail(4096))
 	i := bytes.LastIndex(b, []byte("failpoint "))
 	if i < 0 || !bytes.Contains(b[i:], []byte(": killing process")) {
 		return ""
@@ -485,7 +428,7 @@ func (s *scenario) collectMetrics() {
 		// committed or aborted once the ledger resolved it, so the
 		// ambiguous commits are counted from its logs.
 		for _, inc := range incs {
-			b, _ := os.ReadFile(inc.logPath)
+			b, _ := os.ReadFile(inc.LogPath())
 			for _, line := range bytes.Split(b, []byte("\n")) {
 				if bytes.Contains(line, []byte(`msg="commit outcome unknown; resolved"`)) {
 					res.Ambiguous++

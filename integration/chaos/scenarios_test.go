@@ -301,9 +301,9 @@ func TestChaosPoison(t *testing.T) {
 		r.mu.Lock()
 		first := r.incs[0]
 		r.mu.Unlock()
-		if first.exited() {
-			if code := first.exitCode(); code != 137 || failpointKill(first.logPath) != failpoint.BeforeDeadLetterCommit {
-				t.Fatalf("relay r0#1 exited %d without the failpoint kill:\n%s", code, tail(first.logPath, 3000))
+		if first.Exited() {
+			if code := first.ExitCode(); code != 137 || failpointKill(first) != failpoint.BeforeDeadLetterCommit {
+				t.Fatalf("relay r0#1 exited %d without the failpoint kill:\n%s", code, first.LogTail(3000))
 			}
 			break
 		}
@@ -324,17 +324,17 @@ func TestChaosPoison(t *testing.T) {
 func (s *scenario) checkDeadLetters(n int) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.env.direct...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.dlq: {0: kgo.NewOffset().AtStart()}}),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.env.direct...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.p.DeadLetter: {0: kgo.NewOffset().AtStart()}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	if err != nil {
 		return []string{err.Error()}
 	}
 	defer cl.Close()
-	ends, err := s.adm.ListEndOffsets(ctx, s.dlq)
+	ends, err := s.adm.ListEndOffsets(ctx, s.p.DeadLetter)
 	if err != nil {
 		return []string{err.Error()}
 	}
-	end, _ := ends.Lookup(s.dlq, 0)
+	end, _ := ends.Lookup(s.p.DeadLetter, 0)
 	got := map[int]string{}
 	var problems []string
 	onSpare := 0 // dead letters written on the broker's last (spare) delivery

@@ -1,0 +1,198 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Partition counts of the topics NewPipeline creates. The source's is an
+// option; the output and the dead letters are fixed, so that a reader of
+// them (the chaos suite's concurrent reader) knows their partitions.
+const (
+	OutputPartitions     = 3
+	DeadLetterPartitions = 1
+)
+
+// PipelineOptions shape a test pipeline: its topics and the pipeline file
+// the relay runs. Zero values take the defaults given per field.
+type PipelineOptions struct {
+	// Name names the pipeline; its topics and group are derived from it
+	// (see Pipeline). Required, and unique per test: the topics must not
+	// exist yet.
+	Name string
+	// Seeds are the brokers the harness's own clients use: NewPipeline
+	// creates the topics through them, and Pipeline.Seeds returns them.
+	// Required.
+	Seeds []string
+	// Brokers are the file's brokers, the relay's seed brokers (default
+	// Seeds). An entry may be an environment reference the relay
+	// interpolates when it loads the file, e.g. "${CHAOS_BROKERS}" for a
+	// proxy chosen per process.
+	Brokers []string
+	// Dir is where the file is written, as pipeline.yaml. Required.
+	Dir string
+
+	// Delivery is "exactly-once" (default) or "at-least-once".
+	Delivery string
+	// Workers per relay process (default 2).
+	Workers int
+	// Partitions of the source topic (default 3).
+	Partitions int32
+	// OnBroker places every topic of the pipeline on the broker with this
+	// node id; 0 (default) lets the controller choose.
+	OnBroker int32
+	// MaxRecords is batch.max_records (default 50).
+	MaxRecords int
+	// PollTimeout is batch.poll_timeout (default 500ms).
+	PollTimeout time.Duration
+	// Transforms is the transform chain as YAML: a flow list such as
+	// `[{type: delay, duration: 1ms}]`, or a block list whose lines are
+	// indented by two spaces and that starts with a newline (default []).
+	Transforms string
+	// GroupConfigs are source.group_configs, e.g.
+	// share.record.lock.duration.ms (default none).
+	GroupConfigs map[string]string
+	// TxnTimeout is output.transaction_timeout (default 10s).
+	TxnTimeout time.Duration
+	// RenewLocks is batch.renew_locks. Unlike the relay's default
+	// (true), the zero value here is false: most tests want a lock that
+	// expires when they expect it to.
+	RenewLocks bool
+	// MaxAttempts is dead_letter.max_attempts (default 0: the relay
+	// derives it from the group's delivery limit).
+	MaxAttempts int
+	// MetricsListen is metrics.listen (default "": no endpoint). It may be
+	// an environment reference, e.g. "${CHAOS_METRICS_ADDR}" for a port
+	// chosen per process.
+	MetricsListen string
+}
+
+// Pipeline is a test pipeline NewPipeline made: the names of its topics and
+// group, the brokers to check it on, and its file.
+type Pipeline struct {
+	// Name is PipelineOptions.Name.
+	Name string
+	// Source, Output, DeadLetter are the topics NewPipeline created:
+	// <name>.orders, <name>.jobs and <name>.dlq.
+	Source, Output, DeadLetter string
+	// Group is the share group, <name>.group.
+	Group string
+	// Ledger is the claim ledger exactly-once relays create, <name>.ledger
+	// (the relay's default name).
+	Ledger string
+	// Seeds are PipelineOptions.Seeds: the brokers to seed and check on.
+	Seeds []string
+	// Path is the pipeline file.
+	Path string
+}
+
+// NewPipeline creates the pipeline's source, output and dead-letter topics
+// and writes its pipeline file. It does not seed records or start relays.
+func NewPipeline(ctx context.Context, o PipelineOptions) (*Pipeline, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	p := &Pipeline{
+		Name: o.Name, Source: o.Name + ".orders", Output: o.Name + ".jobs", DeadLetter: o.Name + ".dlq",
+		Group: o.Name + ".group", Ledger: o.Name + ".ledger", Seeds: o.Seeds, Path: filepath.Join(o.Dir, "pipeline.yaml"),
+	}
+	err = CreateTopics(ctx, o.Seeds,
+		Topic{Name: p.Source, Partitions: o.Partitions, Broker: o.OnBroker},
+		Topic{Name: p.Output, Partitions: OutputPartitions, Broker: o.OnBroker},
+		Topic{Name: p.DeadLetter, Partitions: DeadLetterPartitions, Broker: o.OnBroker})
+	if err != nil {
+		return nil, fmt.Errorf("pipeline %s: %w", p.Name, err)
+	}
+	if err := os.WriteFile(p.Path, p.yaml(o), 0o644); err != nil {
+		return nil, fmt.Errorf("pipeline %s: %w", p.Name, err)
+	}
+	return p, nil
+}
+
+// withDefaults checks the required options and fills in the defaults.
+func (o PipelineOptions) withDefaults() (PipelineOptions, error) {
+	var missing []string
+	if o.Name == "" {
+		missing = append(missing, "Name")
+	}
+	if len(o.Seeds) == 0 {
+		missing = append(missing, "Seeds")
+	}
+	if o.Dir == "" {
+		missing = append(missing, "Dir")
+	}
+	if len(missing) > 0 {
+		return o, errors.New("pipeline options: no " + strings.Join(missing, ", no "))
+	}
+	if len(o.Brokers) == 0 {
+		o.Brokers = o.Seeds
+	}
+	if o.Delivery == "" {
+		o.Delivery = "exactly-once"
+	}
+	if o.Workers == 0 {
+		o.Workers = 2
+	}
+	if o.Partitions == 0 {
+		o.Partitions = 3
+	}
+	if o.MaxRecords == 0 {
+		o.MaxRecords = 50
+	}
+	if o.PollTimeout == 0 {
+		o.PollTimeout = 500 * time.Millisecond
+	}
+	if o.Transforms == "" {
+		o.Transforms = "[]"
+	}
+	if o.TxnTimeout == 0 {
+		o.TxnTimeout = 10 * time.Second
+	}
+	return o, nil
+}
+
+// yaml renders the pipeline file, with the keys config.Load accepts.
+func (p *Pipeline) yaml(o PipelineOptions) []byte {
+	brokers := make([]string, len(o.Brokers))
+	for i, b := range o.Brokers {
+		brokers[i] = fmt.Sprintf("%q", b)
+	}
+	var gc strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(o.GroupConfigs)) {
+		fmt.Fprintf(&gc, "\n    %s: %q", k, o.GroupConfigs[k])
+	}
+	if gc.Len() == 0 {
+		gc.WriteString(" {}")
+	}
+	return fmt.Appendf(nil, `name: %s
+brokers: [%s]
+delivery: %s
+workers: %d
+source:
+  topics: [%s]
+  group: %s
+  group_configs:%s
+output:
+  topic: %s
+  transaction_timeout: %s
+dead_letter:
+  topic: %s
+  max_attempts: %d
+batch:
+  max_records: %d
+  poll_timeout: %s
+  renew_locks: %v
+transforms: %s
+metrics:
+  listen: %q
+`, p.Name, strings.Join(brokers, ", "), o.Delivery, o.Workers, p.Source, p.Group, gc.String(),
+		p.Output, o.TxnTimeout, p.DeadLetter, o.MaxAttempts, o.MaxRecords, o.PollTimeout, o.RenewLocks, o.Transforms, o.MetricsListen)
+}

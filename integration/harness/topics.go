@@ -1,0 +1,111 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Topic is a topic to create, with replication factor 1: the test brokers
+// are single nodes, or nodes a test stops one at a time on purpose.
+type Topic struct {
+	Name string
+	// Partitions is the number of partitions (default 1).
+	Partitions int32
+	// Broker, when not 0, places every partition on the broker with this
+	// node id (a replica assignment), e.g. so that a test can stop the
+	// node that leads it; 0 lets the controller choose.
+	Broker int32
+	// Configs are topic configs, e.g. cleanup.policy.
+	Configs map[string]string
+}
+
+// CreateTopics creates topics on the cluster of seeds, in order, and stops
+// at the first that fails (one that already exists fails too: every test
+// topic must be new). It does not wait for the partitions' leaders; the
+// clients that use the topics do.
+func CreateTopics(ctx context.Context, seeds []string, topics ...Topic) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return fmt.Errorf("creating topics: %w", err)
+	}
+	defer cl.Close()
+	for _, t := range topics {
+		if err := createTopic(ctx, cl, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func createTopic(ctx context.Context, cl *kgo.Client, t Topic) error {
+	parts := t.Partitions
+	if parts == 0 {
+		parts = 1
+	}
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Name, parts, 1
+	if t.Broker != 0 {
+		// With an assignment, the count and the factor come from it.
+		rt.NumPartitions, rt.ReplicationFactor = -1, -1
+		for p := range parts {
+			ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			ra.Partition, ra.Replicas = p, []int32{t.Broker}
+			rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(t.Configs)) {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(t.Configs[k])
+		rt.Configs = append(rt.Configs, c)
+	}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 30000
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil && len(resp.Topics) != 1 {
+		err = fmt.Errorf("%d topics in the response, want 1", len(resp.Topics))
+	}
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+		if err != nil && resp.Topics[0].ErrorMessage != nil {
+			err = fmt.Errorf("%w: %s", err, *resp.Topics[0].ErrorMessage)
+		}
+	}
+	if err != nil {
+		if t.Broker != 0 {
+			return fmt.Errorf("creating topic %s on broker %d: %w", t.Name, t.Broker, err)
+		}
+		return fmt.Errorf("creating topic %s: %w", t.Name, err)
+	}
+	return nil
+}
+
+// DeleteTopics deletes topics from the cluster of seeds and returns the
+// first error, naming its topic; a topic that does not exist is an error
+// too.
+func DeleteTopics(ctx context.Context, seeds []string, names ...string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return fmt.Errorf("deleting topics: %w", err)
+	}
+	defer cl.Close()
+	resps, err := kadm.NewClient(cl).DeleteTopics(ctx, names...)
+	if err != nil {
+		return fmt.Errorf("deleting topics %v: %w", names, err)
+	}
+	for _, n := range names {
+		if r, ok := resps[n]; !ok {
+			return fmt.Errorf("deleting topic %s: not in the response", n)
+		} else if r.Err != nil {
+			return fmt.Errorf("deleting topic %s: %w", n, r.Err)
+		}
+	}
+	return nil
+}
