@@ -93,39 +93,64 @@ const sampleMax = 5
 // read_uncommitted, to count aborted writes), and judges every source
 // record by the sharerelay.source.* headers. Run it once the pipeline is
 // quiet (lag 0); a running pipeline shows as lag and lost records.
+//
+// Memory is bounded by the source partitions' offset ranges, not by what
+// was read: per source offset one bit (is it a record) and one byte (how
+// many outputs and dead letters name it, 4 bits each, saturating) —
+// about 1.1 bytes per source offset whatever the output volume.
 func Verify(ctx context.Context, cfg VerifyConfig) (*Report, error) {
 	start := time.Now()
-	src, err := readSourceOffsets(ctx, cfg.ClientOpts, cfg.SourceCommitted, cfg.Sources)
+	src, err := readSources(ctx, cfg.ClientOpts, cfg.SourceCommitted, cfg.Sources)
 	if err != nil {
 		return nil, err
 	}
-	out, err := ReadCommitted(ctx, cfg.ClientOpts, cfg.Outputs...)
-	if err != nil {
+	r := &Report{Check: "exactly once per source record"}
+	if cfg.AtMostOnce {
+		r.Check = "at most once per source record (the pipeline filters)"
+	}
+	var unlabelled, foreign int
+	tally := func(dlq bool) func(*kgo.Record) {
+		return func(rec *kgo.Record) {
+			if rec.Attrs.IsControl() {
+				return
+			}
+			r.OutputRecords++
+			s, ok := lineage.SourceOf(rec)
+			if !ok {
+				unlabelled++
+				return
+			}
+			p := src.parts[topicPartition{s.Topic, s.Partition}]
+			switch {
+			case p == nil:
+				foreign++
+			case !p.count(s.Offset, dlq):
+				p.outside(s.Offset)
+			}
+		}
+	}
+	if err := scan(ctx, cfg.ClientOpts, true, cfg.Outputs, nil, tally(false)); err != nil {
 		return nil, err
 	}
-	dlq, err := ReadCommitted(ctx, cfg.ClientOpts, cfg.DeadLetter)
-	if err != nil {
+	if err := scan(ctx, cfg.ClientOpts, true, []string{cfg.DeadLetter}, nil, tally(true)); err != nil {
 		return nil, err
 	}
-	all, err := ReadUncommitted(ctx, cfg.ClientOpts, append(append([]string{}, cfg.Outputs...), cfg.DeadLetter)...)
-	if err != nil {
+	uncommitted := 0
+	if err := scan(ctx, cfg.ClientOpts, false, append(append([]string{}, cfg.Outputs...), cfg.DeadLetter), nil, func(rec *kgo.Record) {
+		if !rec.Attrs.IsControl() {
+			uncommitted++
+		}
+	}); err != nil {
 		return nil, err
 	}
+	r.AbortedRecords = uncommitted - r.OutputRecords
+	r.Unlabelled = unlabelled
 	// Source ends again, now: an output whose source offset is past even
 	// these never had a source record (unexpected); one between the two
 	// snapshots came from a record appended while we read.
 	later, err := sourceEnds(ctx, cfg.ClientOpts, cfg.Sources)
 	if err != nil {
 		return nil, err
-	}
-	r := &Report{
-		OutputRecords:  out.Records + dlq.Records,
-		AbortedRecords: all.Records - out.Records - dlq.Records,
-		Unlabelled:     out.Unlabelled + dlq.Unlabelled,
-		Check:          "exactly once per source record",
-	}
-	if cfg.AtMostOnce {
-		r.Check = "at most once per source record (the pipeline filters)"
 	}
 	var lag map[string]map[int32]int64
 	if cfg.Group != "" {
@@ -140,14 +165,19 @@ func Verify(ctx context.Context, cfg VerifyConfig) (*Report, error) {
 		}
 	}
 
-	at := make(map[topicPartition]int, len(src.order))
 	for _, tp := range src.order {
-		at[tp] = len(r.Partitions)
-		offs := src.offsets[tp]
-		pr := PartitionReport{Topic: tp.topic, Partition: tp.partition, Sources: len(offs), Lag: lag[tp.topic][tp.partition]}
-		for _, o := range offs {
-			s := lineage.Source{Topic: tp.topic, Partition: tp.partition, Offset: o}
-			no, nd := out.BySource[s], dlq.BySource[s]
+		p := src.parts[tp]
+		pr := PartitionReport{Topic: tp.topic, Partition: tp.partition, Lag: lag[tp.topic][tp.partition]}
+		for i := range p.counts {
+			o := p.start + int64(i)
+			no, nd := p.outputs(i), p.deadLetters(i)
+			if !p.isRecord(i) {
+				if no+nd > 0 {
+					pr.Unexpected++ // an output of an offset that is no record
+				}
+				continue
+			}
+			pr.Sources++
 			if no > 0 {
 				pr.Output++
 			}
@@ -173,24 +203,15 @@ func Verify(ctx context.Context, cfg VerifyConfig) (*Report, error) {
 				pr.Both++
 			}
 		}
-		r.Partitions = append(r.Partitions, pr)
-	}
-	unexpectedElsewhere := 0
-	for _, t := range []Tally{out, dlq} {
-		for s := range t.BySource {
-			tp := topicPartition{s.Topic, s.Partition}
-			i, known := at[tp]
-			switch {
-			case known && s.Offset >= src.ends[tp] && s.Offset < later[tp]:
+		pr.Unexpected += p.before
+		for _, o := range p.beyond {
+			if o < later[tp] {
 				r.BeyondSnapshot++
-			case known && s.Offset >= src.ends[tp]:
-				r.Partitions[i].Unexpected++
-			case known && !src.has(tp, s.Offset):
-				r.Partitions[i].Unexpected++
-			case !known:
-				unexpectedElsewhere++
+			} else {
+				pr.Unexpected++
 			}
 		}
+		r.Partitions = append(r.Partitions, pr)
 	}
 	tot := &r.Total
 	tot.Topic = "total"
@@ -206,7 +227,7 @@ func Verify(ctx context.Context, cfg VerifyConfig) (*Report, error) {
 		tot.Unexpected += pr.Unexpected
 		tot.Lag += pr.Lag
 	}
-	tot.Unexpected += unexpectedElsewhere
+	tot.Unexpected += foreign
 	r.Exact = tot.Lost == 0 && tot.Duplicated == 0 && tot.Both == 0 && tot.Unexpected == 0 && tot.Lag == 0 && r.Unlabelled == 0
 	if cfg.Ledger != "" {
 		if r.Ledger, err = ReadLedger(ctx, cfg.ClientOpts, cfg.Ledger, cfg.Generation); err != nil {
@@ -222,30 +243,84 @@ type topicPartition struct {
 	partition int32
 }
 
-// sourceOffsets are the data-record offsets of the source partitions up to
-// a snapshot of their ends, in order.
-type sourceOffsets struct {
-	order   []topicPartition
-	offsets map[topicPartition][]int64
-	ends    map[topicPartition]int64
+// sources are the source partitions up to a snapshot of their ends, each
+// with its dense counters.
+type sources struct {
+	order []topicPartition
+	parts map[topicPartition]*sourcePart
 }
 
-func (s *sourceOffsets) has(tp topicPartition, o int64) bool {
-	offs := s.offsets[tp]
-	i := sort.Search(len(offs), func(i int) bool { return offs[i] >= o })
-	return i < len(offs) && offs[i] == o
+// sourcePart is one source partition's offsets [start, start+len(counts)):
+// which are records, and how many outputs and dead letters name each.
+type sourcePart struct {
+	start  int64
+	counts []byte   // low nibble: outputs; high nibble: dead letters (saturating at 15)
+	record []uint64 // bit set: the offset is a data record
+	before int      // outputs of offsets below start (deleted by retention, or never records)
+	beyond []int64  // outputs of offsets at or past the snapshot's end (few: the pipeline ran on)
 }
 
-// readSourceOffsets reads the source topics up to their current ends and
-// keeps the offsets of their data records (the records a share group with
-// that isolation level delivers).
-func readSourceOffsets(ctx context.Context, opts []kgo.Opt, committed bool, topics []string) (*sourceOffsets, error) {
-	s := &sourceOffsets{offsets: make(map[topicPartition][]int64), ends: make(map[topicPartition]int64)}
-	err := scan(ctx, opts, committed, topics, func(ends kadm.ListedOffsets) {
+func (p *sourcePart) isRecord(i int) bool { return p.record[i/64]&(1<<(i%64)) != 0 }
+func (p *sourcePart) outputs(i int) int   { return int(p.counts[i] & 0x0f) }
+func (p *sourcePart) deadLetters(i int) int {
+	return int(p.counts[i] >> 4)
+}
+
+// count adds an output (or dead letter) of source offset o; it returns
+// false when o is outside the snapshot's range.
+func (p *sourcePart) count(o int64, dlq bool) bool {
+	i := o - p.start
+	if i < 0 || i >= int64(len(p.counts)) {
+		return false
+	}
+	c := p.counts[i]
+	if dlq {
+		if c>>4 < 15 {
+			c += 0x10
+		}
+	} else if c&0x0f < 15 {
+		c++
+	}
+	p.counts[i] = c
+	return true
+}
+
+// outside records an output of offset o, outside the snapshot's range.
+func (p *sourcePart) outside(o int64) {
+	if o < p.start {
+		p.before++
+	} else {
+		p.beyond = append(p.beyond, o)
+	}
+}
+
+// readSources snapshots the source topics' start and end offsets and
+// marks which offsets in between are data records (those a share group
+// with that isolation level delivers).
+func readSources(ctx context.Context, opts []kgo.Opt, committed bool, topics []string) (*sources, error) {
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, topics...)
+	cl.Close()
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("audit: listing start offsets of %v: %w", topics, err)
+	}
+	s := &sources{parts: make(map[topicPartition]*sourcePart)}
+	err = scan(ctx, opts, committed, topics, func(ends kadm.ListedOffsets) {
 		ends.Each(func(o kadm.ListedOffset) {
 			tp := topicPartition{o.Topic, o.Partition}
+			from := int64(0)
+			if so, ok := starts.Lookup(o.Topic, o.Partition); ok {
+				from = min(so.Offset, o.Offset)
+			}
+			n := o.Offset - from
 			s.order = append(s.order, tp)
-			s.ends[tp] = o.Offset
+			s.parts[tp] = &sourcePart{start: from, counts: make([]byte, n), record: make([]uint64, (n+63)/64)}
 		})
 		sort.Slice(s.order, func(i, j int) bool {
 			a, b := s.order[i], s.order[j]
@@ -255,8 +330,10 @@ func readSourceOffsets(ctx context.Context, opts []kgo.Opt, committed bool, topi
 		if r.Attrs.IsControl() {
 			return
 		}
-		tp := topicPartition{r.Topic, r.Partition}
-		s.offsets[tp] = append(s.offsets[tp], r.Offset)
+		p := s.parts[topicPartition{r.Topic, r.Partition}]
+		if i := r.Offset - p.start; i >= 0 && i < int64(len(p.counts)) {
+			p.record[i/64] |= 1 << (i % 64)
+		}
 	})
 	return s, err
 }
