@@ -309,6 +309,13 @@ func (l *Ledger) WaitCaughtUp(ctx context.Context) error {
 	return werr
 }
 
+// Snapshot returns the index's state as a snapshot would hold it.
+func (l *Ledger) Snapshot() *Snapshot {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.idx.Snapshot()
+}
+
 // Stats returns the index's size.
 func (l *Ledger) Stats() Stats {
 	l.mu.Lock()
