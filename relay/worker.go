@@ -61,6 +61,8 @@ type worker struct {
 	// failures counts consecutive transactions that ended without a
 	// commit, for the backoff before the next poll.
 	failures int
+	// fencedAt is when the producer was last fenced (see fenced).
+	fencedAt time.Time
 	guard    eos.Guard
 	chain    *transform.Chain
 	m        *metrics.Metrics
@@ -218,7 +220,21 @@ func (w *worker) process(ctx context.Context, b *batch) (err error) {
 			w.failures++
 			return nil // the deferred acknowledge releases the rest
 		case fenced:
-			return fmt.Errorf("worker %d: %w", w.id, out.err)
+			// A newer producer with our transactional id took over —
+			// or our own client's recovery was refused: after a
+			// coordinator reload (a broker restart) the coordinator no
+			// longer knows the producer's previous epoch, and
+			// franz-go's KIP-360 re-initialisation with the expected
+			// epoch is answered PRODUCER_FENCED although no other
+			// instance exists. A fresh producer recovers the second
+			// case; a live twin would fence us again at once.
+			if !w.fencedAt.IsZero() && time.Since(w.fencedAt) < fenceWindow {
+				return fmt.Errorf("worker %d: fenced twice within %s: another instance runs with the same name: %w", w.id, fenceWindow, out.err)
+			}
+			w.fencedAt = time.Now()
+			w.stale = true
+			w.log.Warn("producer fenced; re-creating it (stops if fenced again soon: another instance with this name)", "err", out.err)
+			return nil // the batch is released
 		}
 	}
 	return nil
@@ -289,6 +305,10 @@ func (w *worker) fit(b *batch, plans []plan, pending []int) (now, later []int) {
 	}
 	return now, later
 }
+
+// fenceWindow: a worker fenced twice within it stops (another instance
+// with the same name runs).
+const fenceWindow = 30 * time.Second
 
 // outcomeKind is how one transaction attempt ended.
 type outcomeKind int8
