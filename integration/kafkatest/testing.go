@@ -123,6 +123,12 @@ func ExternalSeeds() []string {
 // fails the test.
 func sharedBroker(t testing.TB) *Broker {
 	t.Helper()
+	if testing.Short() {
+		if os.Getenv(EnvRequireBroker) == "1" {
+			t.Fatal("kafkatest: a real-broker test under -short with " + EnvRequireBroker + "=1")
+		}
+		t.Skip("kafkatest: no local broker under -short")
+	}
 	shared.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), sharedStartTimeout)
 		defer cancel()
