@@ -483,14 +483,14 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		kgo.ShareGroup(r.p.Source.Group),
 		kgo.ConsumeTopics(r.p.Source.Topics...),
 		kgo.ShareMaxRecords(int32(r.p.Batch.MaxRecords)),
-		// Acquire no more than a batch: by default the broker returns
-		// whole record batches (thousands of small records), and
-		// records acquired beyond what the worker processes within the
-		// lock sit in the client's buffer until their locks expire,
-		// each expiry costing a delivery. One fetch ahead keeps the
-		// pipeline busy while bounding what a stalled relay holds.
+		// Acquire no more than a batch, and only inside a poll: by
+		// default the broker returns whole record batches (thousands
+		// of small records), and records acquired beyond what the
+		// worker processes sit in the client's buffer, where nothing
+		// renews their locks: a worker paused by an outage longer
+		// than the lock would spend their deliveries. (A positive
+		// MaxConcurrentFetches would re-enable that pre-fetching.)
 		kgo.ShareMaxRecordsStrict(),
-		kgo.MaxConcurrentFetches(1),
 		kgo.ShareAckCallback(func(_ *kgo.Client, res kgo.ShareAckResults) {
 			for _, a := range res {
 				if a.Err != nil {

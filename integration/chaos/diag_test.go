@@ -10,7 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sharerelay/sharerelay/integration/harness"
 )
 
 // diagnoseOpenTxns explains partitions whose last stable offset is stuck
@@ -150,205 +151,6 @@ func ledgerView(ctx context.Context, seeds []string, ledger string, want map[int
 	return b.String()
 }
 
-// hangingTxn is an open transaction on a partition that the coordinator
-// has already finished: its markers were dropped (see doc.go).
-type hangingTxn struct {
-	topic      string
-	partition  int32
-	pid        int64
-	epoch      int16
-	coordEpoch int32
-	since      int64
-	// verdict is COMMIT or ABORT, or "" when it cannot be told; why says
-	// where it comes from.
-	verdict, why string
-}
-
-func (h hangingTxn) key() string {
-	return fmt.Sprintf("%s/%d/%d/%d", h.topic, h.partition, h.pid, h.epoch)
-}
-
-// findHanging returns the open transactions on topics that the coordinator
-// has finished: its producer id is at least two epochs further (with
-// transaction version 2 every transaction ends with an epoch bump), or one
-// epoch further in state CompleteCommit / CompleteAbort — markers are
-// written before that state — or, with final (no relay runs any more), in
-// any state but Ongoing or Prepare*. The verdict is the decision the
-// coordinator made for that transaction: its current state when it is
-// still about that transaction (epoch + 1, Complete*), else the
-// Prepare*/Complete* entry at epoch + 1 in its own log, __transaction_state.
-// A replicated cluster would have delivered the markers with that
-// decision; completing them with anything else (e.g. a later transaction's
-// marker) would make the test judge a fault Kafka does not have.
-func findHanging(ctx context.Context, adm *kadm.Client, seeds []string, pipeline string, final bool, topics ...string) ([]hangingTxn, error) {
-	ts := kadm.TopicsSet{}
-	for _, t := range topics {
-		ts.Add(t)
-	}
-	dp, err := adm.DescribeProducers(ctx, ts)
-	if err != nil {
-		return nil, err
-	}
-	lt, err := adm.ListTransactions(ctx, nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, t := range lt.Sorted() {
-		if strings.HasPrefix(t.TxnID, "sharerelay-"+pipeline+"-") {
-			ids = append(ids, t.TxnID)
-		}
-	}
-	current := map[int64]int16{}
-	state := map[int64]string{}
-	if len(ids) > 0 {
-		dt, err := adm.DescribeTransactions(ctx, ids...)
-		if err != nil {
-			return nil, err
-		}
-		for _, d := range dt {
-			current[d.ProducerID] = d.ProducerEpoch
-			state[d.ProducerID] = d.State
-		}
-	}
-	var out []hangingTxn
-	want := map[int64]int16{}
-	for _, p := range dp.SortedProducers() {
-		if p.CurrentTxnStartOffset < 0 {
-			continue
-		}
-		h := hangingTxn{topic: p.Topic, partition: p.Partition, pid: p.ProducerID, epoch: p.ProducerEpoch,
-			coordEpoch: p.CoordinatorEpoch, since: p.CurrentTxnStartOffset}
-		cur, known := current[p.ProducerID]
-		st := state[p.ProducerID]
-		switch {
-		case known && cur == p.ProducerEpoch+1 && st == "CompleteCommit":
-			h.verdict, h.why = "COMMIT", "coordinator: CompleteCommit at the next epoch"
-		case known && cur == p.ProducerEpoch+1 && st == "CompleteAbort":
-			h.verdict, h.why = "ABORT", "coordinator: CompleteAbort at the next epoch"
-		case known && cur >= p.ProducerEpoch+2:
-		case final && st != "Ongoing" && !strings.HasPrefix(st, "Prepare"):
-		default:
-			continue // running, or its markers in flight
-		}
-		if h.verdict == "" {
-			want[p.ProducerID] = p.ProducerEpoch + 1
-		}
-		out = append(out, h)
-	}
-	if len(want) > 0 {
-		ds, err := coordinatorDecisions(ctx, seeds, want)
-		if err != nil {
-			return nil, err
-		}
-		for i := range out {
-			h := &out[i]
-			if h.verdict != "" {
-				continue
-			}
-			if d, ok := ds[h.pid]; ok {
-				h.verdict, h.why = d.verdict, fmt.Sprintf("coordinator log: %s at epoch %d (__transaction_state offset %d)", d.state, h.epoch+1, d.at)
-			} else {
-				h.why = fmt.Sprintf("no decision at epoch %d in the coordinator log; coordinator now at epoch %d", h.epoch+1, current[h.pid])
-			}
-		}
-	}
-	return out, nil
-}
-
-// decision is a transaction outcome the coordinator logged.
-type decision struct {
-	verdict, state string
-	at             int64
-}
-
-// coordinatorDecisions reads the transaction coordinator's log,
-// __transaction_state, and returns for each producer id the outcome it
-// logged for the transaction whose markers carry epoch want[pid]
-// (Prepare* or Complete* entries: under transaction.version 2 the
-// coordinator bumps the epoch when it prepares the end).
-func coordinatorDecisions(ctx context.Context, seeds []string, want map[int64]int16) (map[int64]decision, error) {
-	const topic = "__transaction_state"
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	if err != nil {
-		return nil, err
-	}
-	remaining := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			remaining[o.Partition] = o.Offset
-		}
-	})
-	out := map[int64]decision{}
-	for len(remaining) > 0 {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if end, ok := remaining[r.Partition]; ok && r.Offset >= end-1 {
-				delete(remaining, r.Partition)
-			}
-			if r.Value == nil {
-				return
-			}
-			var v kmsg.TxnMetadataValue
-			if v.ReadFrom(r.Value) != nil {
-				return
-			}
-			e, ok := want[v.ProducerID]
-			if !ok || v.ProducerEpoch != e {
-				return
-			}
-			switch v.State {
-			case kmsg.TransactionStatePrepareCommit, kmsg.TransactionStateCompleteCommit:
-				out[v.ProducerID] = decision{"COMMIT", v.State.String(), r.Offset}
-			case kmsg.TransactionStatePrepareAbort, kmsg.TransactionStateCompleteAbort:
-				out[v.ProducerID] = decision{"ABORT", v.State.String(), r.Offset}
-			}
-		})
-	}
-	return out, nil
-}
-
-// completeHanging writes the markers Kafka dropped, with each one's
-// verdict. A hanging transaction without a verdict is an error.
-func completeHanging(ctx context.Context, adm *kadm.Client, hs []hangingTxn) error {
-	for _, h := range hs {
-		if h.verdict == "" {
-			return fmt.Errorf("hanging transaction %v cannot be judged", h)
-		}
-		ts := kadm.TopicsSet{}
-		ts.Add(h.topic, h.partition)
-		// At the epoch the coordinator writes markers with under
-		// transaction.version 2: the records' epoch + 1.
-		resp, err := adm.WriteTxnMarkers(ctx, kadm.TxnMarkers{ProducerID: h.pid, ProducerEpoch: h.epoch + 1, Commit: h.verdict == "COMMIT", CoordinatorEpoch: h.coordEpoch, Topics: ts})
-		if err != nil {
-			return fmt.Errorf("writing the marker of %v: %w", h, err)
-		}
-		for _, p := range resp.SortedPartitions() {
-			if p.Err != nil {
-				return fmt.Errorf("writing the marker of %v: %w", h, p.Err)
-			}
-		}
-	}
-	return nil
-}
-
-func (h hangingTxn) String() string {
-	v := h.verdict
-	if v == "" {
-		v = "UNKNOWN"
-	}
-	return fmt.Sprintf("%s[%d] producer %d epoch %d open since offset %d: %s (%s)", h.topic, h.partition, h.pid, h.epoch, h.since, v, h.why)
-}
-
 // startJanitor, for scenarios that crash the broker, completes hanging
 // transactions while the relays run, as a replicated cluster would have
 // (its markers go to the new leaders within milliseconds): every 5 s it
@@ -365,14 +167,14 @@ func (s *scenario) startJanitor() {
 			case <-time.After(5 * time.Second):
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			hs, err := findHanging(ctx, s.adm, s.env.direct, s.p.Name, false, s.txnTopics()...)
+			hs, err := harness.FindHanging(ctx, s.adm, s.env.direct, s.p.Name, false, s.txnTopics()...)
 			next := map[string]bool{}
-			var due []hangingTxn
+			var due []harness.HangingTxn
 			for _, h := range hs {
-				if seen[h.key()] && h.verdict != "" {
+				if seen[h.Key()] && h.Verdict != "" {
 					due = append(due, h)
 				} else {
-					next[h.key()] = true
+					next[h.Key()] = true
 				}
 			}
 			seen = next
@@ -380,7 +182,7 @@ func (s *scenario) startJanitor() {
 				for _, h := range due {
 					s.t.Logf("hanging transaction (markers dropped by the broker): %v; completing it", h)
 				}
-				err = completeHanging(ctx, s.adm, due)
+				err = harness.CompleteHanging(ctx, s.adm, due)
 				s.count(func(r *result) { r.HangingTxns += len(due) })
 			}
 			cancel()

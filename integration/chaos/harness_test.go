@@ -423,12 +423,12 @@ func (s *scenario) repairHanging(final bool) {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	hs, err := findHanging(ctx, s.adm, s.env.direct, s.p.Name, final, s.txnTopics()...)
+	hs, err := harness.FindHanging(ctx, s.adm, s.env.direct, s.p.Name, final, s.txnTopics()...)
 	if err == nil && len(hs) > 0 {
 		for _, h := range hs {
 			s.t.Logf("hanging transaction (markers dropped by the broker): %v; completing it", h)
 		}
-		err = completeHanging(ctx, s.adm, hs)
+		err = harness.CompleteHanging(ctx, s.adm, hs)
 		s.count(func(r *result) { r.HangingTxns += len(hs) })
 	}
 	if err != nil {
