@@ -277,8 +277,13 @@ func TestSchemaDefaultsAreTheOnesSetDefaultsApplies(t *testing.T) {
 	p := config.Pipeline{Name: "p"}
 	p.SetDefaults()
 	// name is set above, not defaulted; the defaults derived from it
-	// cannot be written in the schema.
-	derived := map[string]bool{"name": true, "source.group": true, "ledger.topic": true}
+	// cannot be written in the schema. cel.cost_limit stays 0, which
+	// means transform.DefaultCostLimit, checked below.
+	derived := map[string]bool{"name": true, "source.group": true, "ledger.topic": true, "cel.cost_limit": true}
+	celDefault := resolve(t, root, root["properties"].(schemaNode)["cel"].(schemaNode))["properties"].(schemaNode)["cost_limit"].(schemaNode)["default"]
+	if celDefault != float64(transform.DefaultCostLimit) {
+		t.Errorf("schema cel.cost_limit: default %v, transform.DefaultCostLimit is %d", celDefault, transform.DefaultCostLimit)
+	}
 	var walk func(n schemaNode, v reflect.Value, path string)
 	walk = func(n schemaNode, v reflect.Value, path string) {
 		n = resolve(t, root, n)
