@@ -335,17 +335,17 @@ type routeCase struct {
 //
 //   - Field with Routes: Topic becomes Routes[text of Field] (text as
 //     Condition compares it). The value must be a JSON object.
-//   - Expr with Topics: Expr returns the topic, a list of topics (one
-//     record each, in order, duplicates written once; an empty list drops
-//     the record), or null. A topic not listed in Topics is a permanent
-//     error of class "route": the topics a pipeline writes are known when
-//     it is loaded.
+//   - Expr with Topics: Expr returns the topic, or a list of topics (one
+//     record each, in order, duplicates written once); "", null or an
+//     empty list choose no route. A topic not listed in Topics is a
+//     permanent error of class "route": the topics a pipeline writes are
+//     known when it is loaded.
 //   - Cases: the first case whose Expr is true sends the record to its
 //     Topic, or to each of its Topics (one record each).
 //
 // A record that no route matches (a value not in Routes or a missing
-// Field, an Expr returning null, no case true) goes to Default if set, and
-// otherwise keeps its topic.
+// Field, an Expr choosing no route, no case true) goes to Default if set,
+// and otherwise keeps its topic.
 func newRoute(s Spec, o Options) (Transform, error) {
 	when, err := checkSpec(s, "route", o)
 	if err != nil {

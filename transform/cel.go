@@ -72,8 +72,8 @@ const (
 )
 
 // celEnv is the environment every expression is compiled in: CEL's
-// standard library, the strings and encoders extensions, optional values
-// (value.?field.orValue(x)), and the record's variables.
+// standard library, the strings, math and encoders extensions, optional
+// values (value.?field.orValue(x)), and the record's variables.
 var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return cel.NewEnv(
 		cel.Variable(varValue, cel.DynType),
@@ -87,6 +87,7 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 		cel.Variable(varDeliveryCount, cel.IntType),
 		cel.Variable(varTimestamp, cel.TimestampType),
 		ext.Strings(),
+		ext.Math(),
 		ext.Encoders(),
 		cel.OptionalTypes(),
 	)
@@ -98,7 +99,7 @@ type resultKind int
 const (
 	resultAny   resultKind = iota // set, map: any value that has a JSON form
 	resultBool                    // conditions and route cases
-	resultTopic                   // route: a topic, a list of topics, or null
+	resultTopic                   // route: a topic, a list of topics, "" or null
 )
 
 func (k resultKind) String() string {
@@ -248,8 +249,8 @@ func (p *program) evalBool(ctx context.Context, r *Record, d *jsonDoc) (bool, er
 	return bool(b), nil
 }
 
-// evalTopics evaluates a route expression: a topic, a list of topics, or
-// null (ok false: no topic chosen).
+// evalTopics evaluates a route expression: a topic or a list of topics;
+// "", null and an empty list choose no topic (ok false).
 func (p *program) evalTopics(ctx context.Context, r *Record, d *jsonDoc) (topics []string, ok bool, err error) {
 	v, err := p.eval(ctx, r, d)
 	if err != nil {
@@ -259,6 +260,9 @@ func (p *program) evalTopics(ctx context.Context, r *Record, d *jsonDoc) (topics
 	case types.Null:
 		return nil, false, nil
 	case types.String:
+		if x == "" {
+			return nil, false, nil
+		}
 		return []string{string(x)}, true, nil
 	case traits.Lister:
 		n, _ := x.Size().(types.Int)
@@ -269,7 +273,7 @@ func (p *program) evalTopics(ctx context.Context, r *Record, d *jsonDoc) (topics
 			}
 			topics = append(topics, string(s))
 		}
-		return topics, true, nil
+		return topics, len(topics) > 0, nil
 	}
 	return nil, false, Permanent("cel", fmt.Errorf("%s: got %s, want a topic name (string), a list of them, or null", p.path, typeName(v)))
 }
@@ -353,21 +357,28 @@ func (a *celVars) ResolveName(name string) (any, bool) {
 func (a *celVars) Parent() interpreter.Activation { return nil }
 
 // jsonAdapter presents a decoded JSON value to CEL without copying it.
-// Numbers, which the decoder keeps as written (json.Number), become an int
-// when they are an integer that fits 64 bits, a uint when they fit only
-// unsigned, and a double otherwise (so integers beyond 64 bits lose
-// precision inside an expression; the steps that do not evaluate them keep
-// them exact).
+//
+// Numbers, which the decoder keeps as written (json.Number), are doubles,
+// as in CEL's own mapping of JSON (google.protobuf.Value): so the type of
+// a field does not depend on whether its writer wrote 5 or 5.0, and
+// value.price * 1.2 works for both. The exception is an integer too large
+// for a double to hold exactly (beyond 2^53): it is an int, or a uint past
+// int's range, so that a large id is not silently changed; past uint's
+// range it is a double after all.
 type jsonAdapter struct{}
+
+// maxExactInt is the largest magnitude up to which every integer is a
+// double exactly.
+const maxExactInt = 1 << 53
 
 func (jsonAdapter) NativeToValue(v any) ref.Val {
 	switch x := v.(type) {
 	case json.Number:
 		s := string(x)
-		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil && (i > maxExactInt || i < -maxExactInt) {
 			return types.Int(i)
 		}
-		if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+		if u, err := strconv.ParseUint(s, 10, 64); err == nil && u > maxExactInt {
 			return types.Uint(u)
 		}
 		f, err := strconv.ParseFloat(s, 64)

@@ -31,8 +31,9 @@
 //   - filter: drop records matching When (Action "drop", the default) or
 //     not matching it (Action "keep").
 //   - route: set the output Topic from Routes[text of Field]; or from the
-//     expression Expr, which returns a topic, a list of topics (one record
-//     each) or null, and may only return topics listed in Topics; or from
+//     expression Expr, which returns a topic or a list of topics (one
+//     record each) — "", null or [] for no route — and may only return
+//     topics listed in Topics; or from
 //     the first of Cases whose expression is true. A record no route
 //     matches goes to Default if set, else keeps its topic.
 //   - split: one record per element of the JSON array at Field; the
@@ -53,7 +54,7 @@
 // # Expressions
 //
 // Expressions are CEL (https://cel.dev): the standard library, the
-// strings and encoders extensions, and optional values
+// strings, math and encoders extensions, and optional values
 // (value.?order.?id.orValue(0)). They are compiled and type-checked when
 // the chain is built (and by Spec.Validate), and evaluated with a cost
 // limit (Options.CostLimit) so that no expression can stall a worker. The
@@ -74,9 +75,15 @@
 // parses it, so conditions on the key, headers or source work on values
 // that are not JSON. When an expression does use value and it is not
 // JSON, the record fails with a permanent "json" error, as with the other
-// steps. JSON numbers are ints when they are integers that fit 64 bits,
-// doubles otherwise; 1 == 1.0 holds. A missing field is an error
-// (value.missing): test it with has(value.missing) or read it with
+// steps.
+//
+// JSON numbers are doubles, as in CEL's own JSON mapping, whether written
+// 5 or 5.0 (integers beyond 2^53, which a double cannot hold exactly, are
+// ints or uints). Comparisons mix types freely (value.qty == 5, value.qty
+// > 2 hold for 5.0), but arithmetic does not: write value.qty + 1.0, or
+// int(value.qty) + 1, and int(value.id) % 7. A missing field or header is
+// an error (value.missing, headers.missing): test it with
+// has(value.missing) or "missing" in headers, or read it with
 // value.?missing.orValue(default).
 //
 // An expression that fails when evaluated — a missing field, a type

@@ -31,8 +31,8 @@ type Spec struct {
 	// Expr is a CEL expression over the record (see the package doc for
 	// its variables): for set, the value stored at Field (instead of
 	// Value); for map, the record's new value; for route, the topic to
-	// send the record to, a list of topics (one record each), or null to
-	// leave it where it is.
+	// send the record to, or a list of topics (one record each); "", null
+	// or an empty list choose no route.
 	Expr string `yaml:"expr,omitempty" json:"expr,omitempty"`
 	// Header is the header name for header.
 	Header string `yaml:"header,omitempty" json:"header,omitempty"`
@@ -49,7 +49,7 @@ type Spec struct {
 	// Routes maps a field's value (as text) to an output topic, for route.
 	Routes map[string]string `yaml:"routes,omitempty" json:"routes,omitempty"`
 	// Default is the topic for records no route matches (a value not in
-	// Routes, no case true, an Expr that returns null); empty leaves the
+	// Routes, no case true, an Expr choosing no route); empty leaves the
 	// record's topic as it is.
 	Default string `yaml:"default,omitempty" json:"default,omitempty"`
 	// Topics, for route with Expr, lists every topic the expression may
