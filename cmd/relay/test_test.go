@@ -8,6 +8,17 @@ import (
 	"testing"
 )
 
+func TestValidateAcceptsEveryExample(t *testing.T) {
+	files, _ := filepath.Glob("../../configs/examples/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no examples found")
+	}
+	var out, errb bytes.Buffer
+	if code := run(append([]string{"validate"}, files...), &out, &errb); code != 0 {
+		t.Fatalf("validate exit %d: %s", code, errb.String())
+	}
+}
+
 func TestTestPassesTheBookNestTests(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run([]string{"test", "../../configs/booknest-packing.yaml"}, &out, &errb)
