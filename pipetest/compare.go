@@ -17,20 +17,23 @@ import (
 )
 
 // compare lists every difference between what a case expects and what
-// became of its record, one line each.
-func compare(p *config.Pipeline, want Expect, got outcome) []string {
-	var diffs []string
+// became of its record, one line each, and reports whether the record
+// came to the kind of outcome expected.
+func compare(p *config.Pipeline, want Expect, got outcome) (diffs []string, sameOutcome bool) {
+	sameOutcome = true
 	add := func(format string, args ...any) { diffs = append(diffs, fmt.Sprintf(format, args...)) }
 
 	switch {
 	case want.Release:
 		if !got.release {
 			add("want the record released for another delivery, got %s", got.describe())
+			sameOutcome = false
 		}
 	case want.DeadLetter != nil:
 		d := got.deadLetter
 		if d == nil {
 			add("want a dead letter, got %s", got.describe())
+			sameOutcome = false
 			break
 		}
 		w := want.DeadLetter
@@ -49,11 +52,13 @@ func compare(p *config.Pipeline, want Expect, got outcome) []string {
 	default:
 		if got.release || got.deadLetter != nil {
 			add("want %s, got %s", plural(len(*want.Outputs), "output"), got.describe())
+			sameOutcome = false
 			break
 		}
 		outs := *want.Outputs
 		if len(outs) != len(got.outs) {
 			add("want %s, got %d:", plural(len(outs), "output"), len(got.outs))
+			sameOutcome = false
 			for i, o := range got.outs {
 				add("  got outputs[%d]: %s", i, describeRecord(o))
 			}
@@ -63,7 +68,7 @@ func compare(p *config.Pipeline, want Expect, got outcome) []string {
 			diffs = append(diffs, compareOutput(p, fmt.Sprintf("outputs[%d]", i), w, got.outs[i])...)
 		}
 	}
-	return diffs
+	return diffs, sameOutcome
 }
 
 func plural(n int, what string) string {

@@ -225,8 +225,12 @@ type Result struct {
 	// Got describes what became of the record.
 	Got string
 	// Diffs lists every difference from the expectation; none when the
-	// case passed.
+	// case passed. When the outcome itself differs (outputs, dead letter
+	// or release), the one line says so.
 	Diffs []string
+	// SameOutcome is true when the record came to the kind of outcome
+	// expected (and Diffs, if any, are about its details).
+	SameOutcome bool
 }
 
 // Passed reports whether the case met its expectation.
@@ -283,7 +287,8 @@ func runCase(ctx context.Context, p *config.Pipeline, chain *transform.Chain, ma
 			got.outs = append(got.outs, &kgo.Record{Topic: topic, Key: o.Key, Value: o.Value, Headers: hs})
 		}
 	}
-	return Result{Case: c, Got: got.describe(), Diffs: compare(p, c.Expect, got)}
+	diffs, same := compare(p, c.Expect, got)
+	return Result{Case: c, Got: got.describe(), Diffs: diffs, SameOutcome: same}
 }
 
 // record builds the source record of in.

@@ -24,7 +24,9 @@ func Report(w io.Writer, s *Suite, results []Result, verbose bool) (failed int) 
 		}
 		failed++
 		fmt.Fprintf(w, "FAIL %s (%s:%d)\n", r.Case.Name, s.File, r.Case.Line)
-		fmt.Fprintf(w, "     got %s\n", r.Got)
+		if r.SameOutcome {
+			fmt.Fprintf(w, "     got %s\n", r.Got)
+		}
 		for _, d := range r.Diffs {
 			fmt.Fprintf(w, "     %s\n", d)
 		}
