@@ -202,7 +202,7 @@ func caseLines(root *yaml.Node) []int {
 	return nil
 }
 
-// MaxAttempts is the deliveries a record gets in s's tests of p: see
+// maxAttempts is the deliveries a record gets in s's tests of p: see
 // Suite.MaxAttempts.
 func (s *Suite) maxAttempts(p *config.Pipeline) int32 {
 	switch {

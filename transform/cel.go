@@ -115,9 +115,7 @@ func (k resultKind) String() string {
 // program is a compiled, type-checked expression.
 type program struct {
 	path      string // "expr", "when.expr", "cases[1].expr": for errors
-	src       string
 	prg       cel.Program
-	result    resultKind
 	costLimit uint64
 }
 
@@ -210,7 +208,7 @@ func newProgram(path, src string, result resultKind, o Options) (*program, error
 	if err != nil {
 		return nil, &ValidationError{Errors: []FieldError{{Path: path, Msg: err.Error()}}}
 	}
-	return &program{path: path, src: src, prg: prg, result: result, costLimit: limit}, nil
+	return &program{path: path, prg: prg, costLimit: limit}, nil
 }
 
 // eval evaluates p against r. d is the step's shared JSON decode of r's
