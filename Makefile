@@ -10,7 +10,7 @@ PKGS     := ./...
 # Generous: the real-broker suite starts a JVM broker and runs fault tests.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build demo test test-unit lint bench chaos soak kafka-up kafka-down clean
+.PHONY: all build demo test test-unit test-pipelines lint bench chaos soak kafka-up kafka-down clean
 
 all: build
 
@@ -29,6 +29,14 @@ test:
 # Fast tests only (kfake and pure Go), no broker.
 test-unit:
 	$(GO) test -race -count=1 -short $(PKGS)
+
+# The shipped pipelines' own tests (configs/tests/, configs/examples/tests/),
+# run offline by relay test. make test and make test-unit run them too, as
+# pipetest's TestEveryShippedPipelinePassesItsTests.
+test-pipelines: build
+	@status=0; for p in configs/*.yaml configs/examples/*.yaml; do \
+		[ -e "$$p" ] || continue; $(BIN)/relay test $$p || status=1; \
+	done; exit $$status
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -107,6 +108,37 @@ var goodFiles = map[string]*config.Pipeline{
 			{Type: "header", Header: "x-env", Value: 8},
 		},
 		Ledger: config.Ledger{Topic: "env-pipeline.ledger"},
+	},
+	"expressions.good.yml": {
+		Name:     "expressions",
+		Brokers:  []string{"localhost:9092"},
+		Delivery: config.ExactlyOnce,
+		Workers:  1,
+		Source: config.Source{
+			Topics:            []string{"orders"},
+			Group:             "expressions",
+			AutoOffsetReset:   "earliest",
+			IsolationLevel:    "read_committed",
+			ManageGroupConfig: ptr(true),
+		},
+		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
+		DeadLetter: config.DeadLetter{Topic: "jobs.dlq"},
+		Batch:      config.Batch{MaxRecords: 500, PollTimeout: time.Second, RenewLocks: ptr(true)},
+		Transforms: []transform.Spec{
+			{Type: "filter", When: &transform.Condition{Expr: `headers["x-test"] == "true"`}},
+			{Type: "set", Field: "total_cents", Expr: "int(value.total * 100.0)",
+				When: &transform.Condition{Field: "total", Exists: ptr(true), Expr: `value.currency == "EUR"`}},
+			{Type: "map", Expr: "{\"id\": value.id, \"lines\": value.lines}\n"},
+			{Type: "split", Field: "lines", To: "line"},
+			{Type: "route", Expr: `"jobs." + value.region`, Topics: []string{"jobs.eu", "jobs.us"}, Default: "jobs.other"},
+			{Type: "route", Cases: []transform.RouteCase{
+				{Expr: "value.line.qty > 10", Topic: "jobs.bulk"},
+				{Expr: "has(value.line.gift)", Topics: []string{"jobs.gift", "jobs.audit"}},
+			}},
+			{Type: "copy", Topics: []string{"jobs.archive"}},
+		},
+		CEL:    config.CEL{CostLimit: 5000},
+		Ledger: config.Ledger{Topic: "expressions.ledger"},
 	},
 	"anchors.good.yml": {
 		Name:     "anchors",
@@ -301,6 +333,36 @@ func assertPipeline(t *testing.T, got, want *config.Pipeline) {
 	g, _ := json.MarshalIndent(got, "", "  ")
 	w, _ := json.MarshalIndent(want, "", "  ")
 	t.Errorf("pipeline differs\ngot:\n%s\nwant:\n%s", g, w)
+}
+
+func TestOutputTopicsIncludeEveryTopicATransformMaySendTo(t *testing.T) {
+	p := goodFiles["expressions.good.yml"]
+	want := []string{"jobs", "jobs.archive", "jobs.audit", "jobs.bulk", "jobs.dlq", "jobs.eu", "jobs.gift", "jobs.other", "jobs.us"}
+	if got := p.OutputTopics(); !slices.Equal(got, want) {
+		t.Errorf("OutputTopics() = %q, want %q", got, want)
+	}
+}
+
+func TestChainUsesTheCostLimit(t *testing.T) {
+	const expensive = `[1,2,3,4,5,6,7,8,9,10].all(i, [1,2,3,4,5,6,7,8,9,10].all(j, i * j > 0))`
+	build := func(limit int) *transform.Chain {
+		t.Helper()
+		p := &config.Pipeline{CEL: config.CEL{CostLimit: limit},
+			Transforms: []transform.Spec{{Type: "filter", When: &transform.Condition{Expr: expensive}}}}
+		c, err := p.Chain()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	in := func() *transform.Record { return &transform.Record{Value: []byte(`{}`)} }
+	if _, err := build(0).Apply(context.Background(), in()); err != nil {
+		t.Errorf("with the default limit: %v", err)
+	}
+	_, err := build(100).Apply(context.Background(), in())
+	if e := transform.Classify(err); e == nil || e.Class != "cel" || e.Kind != transform.KindPermanent {
+		t.Errorf("with a limit of 100: %v, want a permanent cel error", err)
+	}
 }
 
 func TestErrorsListOneProblemPerLine(t *testing.T) {

@@ -18,7 +18,11 @@
 //     Defaults fill in every field the file leaves out (see SetDefaults).
 //     A field written explicitly keeps its value, so "workers: 0" is
 //     reported rather than silently becoming 1.
-//  6. One validation pass checks every field and every transform step.
+//  6. One validation pass checks every field and every transform step,
+//     compiling and type-checking the steps' CEL expressions. An error in
+//     an expression is reported at its line and column within the file
+//     (in a literal or folded block too), not only at the expression's
+//     start.
 //
 // All problems found by stages 2 to 6 are reported together, as an Errors
 // value whose lines read

@@ -34,7 +34,8 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (*Pipeline
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
-	l := &loader{file: name, env: env, nodes: map[string]nodePos{}, bad: map[string]bool{}}
+	l := &loader{file: name, env: env, nodes: map[string]nodePos{}, bad: map[string]bool{},
+		lines: strings.Split(string(data), "\n")}
 
 	root, err := l.parse(data)
 	if err != nil {
@@ -62,6 +63,9 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (*Pipeline
 			continue // a consequence of an error already reported there
 		}
 		line, col := l.position(e.path)
+		if e.line > 0 {
+			line, col = l.within(e.path, e.line, e.col)
+		}
 		l.errs = append(l.errs, Error{File: name, Line: line, Col: col, Path: e.path, Msg: e.msg})
 	}
 	if len(l.errs) > 0 {
@@ -86,6 +90,8 @@ type loader struct {
 	// brokerIndex maps an index into Pipeline.Brokers, after splitting
 	// comma-separated entries, to the index of the YAML list element.
 	brokerIndex []int
+	// lines are the file's lines, to locate a position within a scalar.
+	lines []string
 }
 
 var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
@@ -420,6 +426,101 @@ func (l *loader) position(path string) (line, col int) {
 		}
 	}
 	return 1, 1
+}
+
+// within returns the file position of the given line and column (1-based)
+// of the text of the scalar at path — where an expression fails to
+// compile. It follows the scalar's lines in the file: a literal block
+// (|) keeps them, a folded block (>) and a plain or quoted scalar spread
+// over several lines fold them into spaces. Escapes in a double-quoted
+// scalar and ${VAR} references are counted as their text, so the column
+// is off after them. Without the scalar it returns position(path).
+func (l *loader) within(path string, line, col int) (int, int) {
+	np, ok := l.nodes[path]
+	if !ok || np.val == nil || np.val.Kind != yaml.ScalarNode {
+		return l.position(path)
+	}
+	n := np.val
+	// The offset, in runes, of the position in the scalar's value.
+	off := 0
+	for i, ln := range strings.Split(n.Value, "\n") {
+		if i == line-1 {
+			off += col - 1
+			break
+		}
+		off += len([]rune(ln)) + 1
+	}
+	// Walk the scalar's lines in the file, each followed by one joining
+	// character (a newline or a folding space) in the value.
+	for _, sg := range l.scalarSegments(n) {
+		if off <= sg.length {
+			return sg.line, sg.col + off
+		}
+		off -= sg.length + 1
+	}
+	return n.Line, n.Column
+}
+
+// segment is one file line of a scalar's text: where the text starts and
+// how many runes of it the line holds.
+type segment struct{ line, col, length int }
+
+// scalarSegments lists the file lines holding scalar n's text.
+func (l *loader) scalarSegments(n *yaml.Node) []segment {
+	rawLine := func(ln int) []rune {
+		if ln < 1 || ln > len(l.lines) {
+			return nil
+		}
+		return []rune(strings.TrimRight(l.lines[ln-1], "\r"))
+	}
+	leading := func(r []rune) int {
+		i := 0
+		for i < len(r) && (r[i] == ' ' || r[i] == '\t') {
+			i++
+		}
+		return i
+	}
+	var segs []segment
+	switch {
+	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
+		indent := -1
+		for ln := n.Line + 1; ln <= len(l.lines); ln++ {
+			r := rawLine(ln)
+			ind := leading(r)
+			if ind == len(r) { // blank line
+				segs = append(segs, segment{line: ln, col: 1})
+				continue
+			}
+			if indent < 0 {
+				indent = ind
+			}
+			if ind < indent {
+				break // the block has ended
+			}
+			segs = append(segs, segment{line: ln, col: indent + 1, length: len(r) - indent})
+		}
+	default:
+		total := len([]rune(n.Value))
+		start := n.Column - 1
+		if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+			start++ // after the opening quote
+		}
+		seen := 0
+		for ln := n.Line; ln <= len(l.lines) && seen < total; ln++ {
+			r := rawLine(ln)
+			from := start
+			if ln != n.Line {
+				from = leading(r)
+			}
+			if from > len(r) {
+				from = len(r)
+			}
+			length := min(len(r)-from, total-seen)
+			segs = append(segs, segment{line: ln, col: from + 1, length: length})
+			seen += length + 1
+		}
+	}
+	return segs
 }
 
 func nodeLine(np nodePos, preferKey bool) (line, col int) {

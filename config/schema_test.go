@@ -184,34 +184,91 @@ func TestSchemaTransformTypesAreTheRegisteredOnes(t *testing.T) {
 
 	// Each type has an if/then naming its required fields, which must be
 	// exactly those transform.Spec.Validate reports missing for an
-	// otherwise empty spec of that type.
-	rules := map[string][]string{}
-	for _, rule := range spec["allOf"].([]any) {
-		r := rule.(schemaNode)
-		typ := r["if"].(schemaNode)["properties"].(schemaNode)["type"].(schemaNode)["const"].(string)
-		var req []string
-		for _, f := range r["then"].(schemaNode)["required"].([]any) {
-			req = append(req, f.(string))
+	// otherwise empty spec of that type. A type with several forms (route)
+	// lists each form's required fields under then.anyOf instead: an empty
+	// spec must then be reported as missing something, and a spec with
+	// the fields of any one form as missing nothing.
+	type rule struct {
+		required []string
+		forms    [][]string
+	}
+	strs := func(v any) []string {
+		var out []string
+		for _, x := range v.([]any) {
+			out = append(out, x.(string))
 		}
-		rules[typ] = req
+		return out
+	}
+	rules := map[string]rule{}
+	for _, r := range spec["allOf"].([]any) {
+		r := r.(schemaNode)
+		typ := r["if"].(schemaNode)["properties"].(schemaNode)["type"].(schemaNode)["const"].(string)
+		then := r["then"].(schemaNode)
+		var ru rule
+		if req, ok := then["required"]; ok {
+			ru.required = strs(req)
+		}
+		if forms, ok := then["anyOf"].([]any); ok {
+			for _, f := range forms {
+				ru.forms = append(ru.forms, strs(f.(schemaNode)["required"]))
+			}
+		}
+		rules[typ] = ru
+	}
+	missing := func(s transform.Spec) []string {
+		var m []string
+		for _, fe := range s.Validate() {
+			if strings.HasPrefix(fe.Msg, "required") {
+				m = append(m, fe.Path)
+			}
+		}
+		slices.Sort(m)
+		return m
 	}
 	for _, typ := range registered {
-		req, ok := rules[typ]
+		ru, ok := rules[typ]
 		if !ok {
 			t.Errorf("schema has no if/then rule for transform type %s", typ)
 			continue
 		}
-		var missing []string
-		for _, fe := range (transform.Spec{Type: typ}).Validate() {
-			if strings.HasPrefix(fe.Msg, "required") {
-				missing = append(missing, fe.Path)
+		empty := missing(transform.Spec{Type: typ})
+		if ru.forms == nil {
+			slices.Sort(ru.required)
+			if !slices.Equal(ru.required, empty) {
+				t.Errorf("schema requires %v for transform type %s; Validate reports %v missing", ru.required, typ, empty)
+			}
+			continue
+		}
+		if len(empty) == 0 {
+			t.Errorf("transform type %s: Validate reports nothing missing in an empty spec, but the schema requires one of %v", typ, ru.forms)
+		}
+		for _, form := range ru.forms {
+			s := transform.Spec{Type: typ}
+			for _, f := range form {
+				fillField(t, &s, f)
+			}
+			if m := missing(s); len(m) != 0 {
+				t.Errorf("transform type %s with %v (a form the schema allows): Validate reports %v missing", typ, form, m)
 			}
 		}
-		slices.Sort(req)
-		slices.Sort(missing)
-		if !slices.Equal(req, missing) {
-			t.Errorf("schema requires %v for transform type %s; Validate reports %v missing", req, typ, missing)
-		}
+	}
+}
+
+// fillField sets the field of s named by its YAML name to a valid value.
+func fillField(t *testing.T, s *transform.Spec, name string) {
+	switch name {
+	case "field":
+		s.Field = "a"
+	case "routes":
+		s.Routes = map[string]string{"x": "t"}
+	case "expr":
+		s.Expr = `"t"`
+	case "topics":
+		s.Topics = []string{"t"}
+	case "cases":
+		s.Cases = []transform.RouteCase{{Expr: "true", Topic: "t"}}
+	default:
+		t.Fatalf("fillField does not know field %s", name)
 	}
 }
 
@@ -220,8 +277,13 @@ func TestSchemaDefaultsAreTheOnesSetDefaultsApplies(t *testing.T) {
 	p := config.Pipeline{Name: "p"}
 	p.SetDefaults()
 	// name is set above, not defaulted; the defaults derived from it
-	// cannot be written in the schema.
-	derived := map[string]bool{"name": true, "source.group": true, "ledger.topic": true}
+	// cannot be written in the schema. cel.cost_limit stays 0, which
+	// means transform.DefaultCostLimit, checked below.
+	derived := map[string]bool{"name": true, "source.group": true, "ledger.topic": true, "cel.cost_limit": true}
+	celDefault := resolve(t, root, root["properties"].(schemaNode)["cel"].(schemaNode))["properties"].(schemaNode)["cost_limit"].(schemaNode)["default"]
+	if celDefault != float64(transform.DefaultCostLimit) {
+		t.Errorf("schema cel.cost_limit: default %v, transform.DefaultCostLimit is %d", celDefault, transform.DefaultCostLimit)
+	}
 	var walk func(n schemaNode, v reflect.Value, path string)
 	walk = func(n schemaNode, v reflect.Value, path string) {
 		n = resolve(t, root, n)

@@ -33,6 +33,7 @@ type Pipeline struct {
 	DeadLetter DeadLetter       `yaml:"dead_letter" json:"dead_letter"`
 	Batch      Batch            `yaml:"batch" json:"batch"`
 	Transforms []transform.Spec `yaml:"transforms" json:"transforms"`
+	CEL        CEL              `yaml:"cel" json:"cel"`
 	Metrics    Metrics          `yaml:"metrics" json:"metrics"`
 	Ledger     Ledger           `yaml:"ledger" json:"ledger"`
 }
@@ -94,6 +95,18 @@ type Batch struct {
 	RenewLocks *bool `yaml:"renew_locks" json:"renew_locks"`
 }
 
+// CEL configures the evaluation of the transforms' CEL expressions.
+type CEL struct {
+	// CostLimit bounds the runtime cost of one evaluation of one
+	// expression for one record, in CEL's cost units (about one per
+	// operation or element visited): an expression that exceeds it stops
+	// and the record is dead-lettered, so that no expression can stall a
+	// worker. 0 or left out means transform.DefaultCostLimit (100000,
+	// some 7 ms of the worst kind of work); at most
+	// transform.MaxCostLimit.
+	CostLimit int `yaml:"cost_limit" json:"cost_limit"`
+}
+
 // Metrics configures the HTTP endpoint for /metrics, /healthz and /readyz.
 type Metrics struct {
 	// Listen is host:port; empty disables the endpoint.
@@ -111,15 +124,15 @@ type Ledger struct {
 }
 
 // OutputTopics returns the topics the pipeline writes records to, sorted
-// and without duplicates: the output topic, every route target, and the
-// dead-letter topic. The ledger topics are not included.
+// and without duplicates: the output topic, every topic a transform may
+// send records to (see transform.Spec.Targets), and the dead-letter topic.
+// The ledger topics are not included.
 func (p *Pipeline) OutputTopics() []string {
 	ts := []string{p.Output.Topic, p.DeadLetter.Topic}
 	for _, s := range p.Transforms {
-		for _, t := range s.Routes {
-			ts = append(ts, t)
+		for _, t := range s.Targets() {
+			ts = append(ts, t.Topic)
 		}
-		ts = append(ts, s.Default)
 	}
 	slices.Sort(ts)
 	ts = slices.Compact(ts)
@@ -127,4 +140,10 @@ func (p *Pipeline) OutputTopics() []string {
 		ts = ts[1:]
 	}
 	return ts
+}
+
+// Chain builds the pipeline's transform chain, with the expressions' cost
+// limit from CEL.
+func (p *Pipeline) Chain() (*transform.Chain, error) {
+	return transform.BuildWith(p.Transforms, transform.Options{CostLimit: uint64(max(p.CEL.CostLimit, 0))})
 }

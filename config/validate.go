@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sharerelay/sharerelay/transform"
 )
 
 // Limits enforced by Validate.
@@ -46,7 +48,13 @@ func (p *Pipeline) Validate() error {
 	return errs.sort()
 }
 
-type fieldErr struct{ path, msg string }
+// fieldErr is one problem at a YAML path. line and col, when not 0, locate
+// it within the text of the scalar at path (1-based): where an expression
+// fails to compile.
+type fieldErr struct {
+	path, msg string
+	line, col int
+}
 
 type validator struct {
 	p *Pipeline
@@ -59,7 +67,7 @@ type validator struct {
 }
 
 func (v *validator) add(path, format string, args ...any) {
-	v.errs = append(v.errs, fieldErr{path, fmt.Sprintf(format, args...)})
+	v.errs = append(v.errs, fieldErr{path: path, msg: fmt.Sprintf(format, args...)})
 }
 
 func (v *validator) validate() {
@@ -108,6 +116,9 @@ func (v *validator) validate() {
 	}
 	if p.Ledger.Generation < 0 {
 		v.add("ledger.generation", "must be 0 or more, got %d", p.Ledger.Generation)
+	}
+	if n := p.CEL.CostLimit; n < 0 || n > transform.MaxCostLimit || n == 0 && v.explicit("cel.cost_limit") {
+		v.add("cel.cost_limit", "must be between 1 and %d, got %d (leave it out for the default, %d)", transform.MaxCostLimit, n, transform.DefaultCostLimit)
 	}
 	v.transforms()
 }
@@ -215,10 +226,10 @@ func (v *validator) transforms() {
 			if fe.Path != "" {
 				path += "." + fe.Path
 			}
-			v.add(path, "%s", fe.Msg)
+			v.errs = append(v.errs, fieldErr{path: path, msg: fe.Msg, line: fe.Line, col: fe.Col})
 		}
-		// Route targets are topics the pipeline writes to, like
-		// output.topic.
+		// The topics a step sends records to are topics the pipeline
+		// writes to, like output.topic.
 		routeTopic := func(path, t string) {
 			switch msg := checkTopic(t); {
 			case msg != "":
@@ -229,11 +240,8 @@ func (v *validator) transforms() {
 				v.add(path, "%q is the dead-letter topic: failed records must not mix with good ones", t)
 			}
 		}
-		for _, key := range slices.Sorted(maps.Keys(s.Routes)) {
-			routeTopic(prefix+".routes."+key, s.Routes[key])
-		}
-		if s.Default != "" {
-			routeTopic(prefix+".default", s.Default)
+		for _, t := range s.Targets() {
+			routeTopic(prefix+"."+t.Path, t.Topic)
 		}
 	}
 }

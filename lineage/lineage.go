@@ -18,6 +18,17 @@ const (
 	HeaderSourceOffset    = "sharerelay.source.offset"
 )
 
+// Fan-out position, on every output record (not on dead letters), as
+// decimal strings: the record's index among the outputs of its source
+// record (0-based, in the order the transform chain returned them) and
+// how many outputs that source record has. With the source coordinates
+// they tell a fan-out (indexes 0 to count-1, once each) from a duplicate
+// (the same index twice).
+const (
+	HeaderSourceIndex = "sharerelay.source.index"
+	HeaderSourceCount = "sharerelay.source.count"
+)
+
 // Dead-letter headers follow Kafka Connect's __connect.errors.* convention
 // (DeadLetterQueueReporter), so existing DLQ tooling can read them. The
 // names Connect does not have (delivery count, time, kind) use the same
@@ -60,12 +71,13 @@ type Source struct {
 }
 
 // SetSource replaces any sharerelay.source.* headers in hs with src's and
-// returns the result.
+// returns the result. The fan-out position of an upstream relay's output
+// is dropped too: it does not describe this record (see SetIndex).
 func SetSource(hs []kgo.RecordHeader, src Source) []kgo.RecordHeader {
 	out := hs[:0:0]
 	for _, h := range hs {
 		switch h.Key {
-		case HeaderSourceTopic, HeaderSourcePartition, HeaderSourceOffset:
+		case HeaderSourceTopic, HeaderSourcePartition, HeaderSourceOffset, HeaderSourceIndex, HeaderSourceCount:
 			continue
 		}
 		out = append(out, h)
@@ -103,4 +115,41 @@ func SourceOf(r *kgo.Record) (src Source, ok bool) {
 		}
 	}
 	return src, have == 7
+}
+
+// SetIndex replaces any sharerelay.source.index and .count headers in hs
+// with index and count, and returns the result.
+func SetIndex(hs []kgo.RecordHeader, index, count int) []kgo.RecordHeader {
+	out := hs[:0:0]
+	for _, h := range hs {
+		if h.Key != HeaderSourceIndex && h.Key != HeaderSourceCount {
+			out = append(out, h)
+		}
+	}
+	return append(out,
+		kgo.RecordHeader{Key: HeaderSourceIndex, Value: strconv.AppendInt(nil, int64(index), 10)},
+		kgo.RecordHeader{Key: HeaderSourceCount, Value: strconv.AppendInt(nil, int64(count), 10)},
+	)
+}
+
+// IndexOf reads the fan-out position of r. ok is false when either header
+// is missing or malformed, or index is not below count; records written
+// before the relay set them have none.
+func IndexOf(r *kgo.Record) (index, count int, ok bool) {
+	var have int
+	for _, h := range r.Headers {
+		switch h.Key {
+		case HeaderSourceIndex, HeaderSourceCount:
+			n, err := strconv.ParseUint(string(h.Value), 10, 31)
+			if err != nil {
+				return 0, 0, false
+			}
+			if h.Key == HeaderSourceIndex {
+				index, have = int(n), have|1
+			} else {
+				count, have = int(n), have|2
+			}
+		}
+	}
+	return index, count, have == 3 && index < count
 }

@@ -30,3 +30,35 @@ func TestSourceOfRejectsMissingOrMalformedCoordinates(t *testing.T) {
 		}
 	}
 }
+
+func TestSetIndexReplacesAnOldPositionAndIndexOfReadsIt(t *testing.T) {
+	hs := []kgo.RecordHeader{{Key: "a", Value: []byte("1")}, {Key: HeaderSourceIndex, Value: []byte("5")}}
+	hs = SetIndex(hs, 2, 3)
+	i, n, ok := IndexOf(&kgo.Record{Headers: hs})
+	if !ok || i != 2 || n != 3 {
+		t.Fatalf("IndexOf = %d, %d, %v", i, n, ok)
+	}
+	if len(hs) != 3 || hs[0].Key != "a" {
+		t.Fatalf("headers %v: want the other header kept and one position", hs)
+	}
+}
+
+func TestSetSourceDropsAnUpstreamFanOutPosition(t *testing.T) {
+	hs := SetSource(SetIndex(nil, 0, 2), Source{Topic: "t"})
+	if _, _, ok := IndexOf(&kgo.Record{Headers: hs}); ok || len(hs) != 3 {
+		t.Fatalf("headers %v: want only the source coordinates", hs)
+	}
+}
+
+func TestIndexOfRejectsMissingOrMalformedPositions(t *testing.T) {
+	for name, hs := range map[string][]kgo.RecordHeader{
+		"none":             nil,
+		"no count":         {{Key: HeaderSourceIndex, Value: []byte("0")}},
+		"negative":         {{Key: HeaderSourceIndex, Value: []byte("-1")}, {Key: HeaderSourceCount, Value: []byte("1")}},
+		"index past count": {{Key: HeaderSourceIndex, Value: []byte("1")}, {Key: HeaderSourceCount, Value: []byte("1")}},
+	} {
+		if _, _, ok := IndexOf(&kgo.Record{Headers: hs}); ok {
+			t.Errorf("%s: IndexOf accepted %v", name, hs)
+		}
+	}
+}

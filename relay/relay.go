@@ -99,7 +99,7 @@ func New(opts Options) (*Relay, error) {
 	chain := opts.Chain
 	if chain == nil {
 		var err error
-		if chain, err = transform.Build(opts.Pipeline.Transforms); err != nil {
+		if chain, err = opts.Pipeline.Chain(); err != nil {
 			return nil, fmt.Errorf("relay: pipeline %s: %w", opts.Pipeline.Name, err)
 		}
 	}

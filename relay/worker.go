@@ -675,15 +675,15 @@ func (w *worker) transform(ctx context.Context, r *kgo.Record) (p plan, release 
 		if ctx.Err() != nil {
 			return plan{}, true // shutting down: never dead-letter because of it
 		}
-		e := transform.Classify(err)
-		kind := lineage.DLQKindPermanent
-		if e.Kind == transform.KindRetry {
-			if r.DeliveryCount() < w.limits.attempts() {
-				w.log.Debug("transform failed; releasing for another delivery",
-					"topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
-					"delivery", r.DeliveryCount(), "err", err)
-				return plan{}, true
-			}
+		d := transform.Decide(err, r.DeliveryCount(), w.limits.attempts())
+		if d.Release {
+			w.log.Debug("transform failed; releasing for another delivery",
+				"topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
+				"delivery", r.DeliveryCount(), "err", err)
+			return plan{}, true
+		}
+		e, kind := d.Err, lineage.DLQKindPermanent
+		if d.Exhausted {
 			kind = lineage.DLQKindAttemptsExhausted
 		}
 		return plan{outs: []*kgo.Record{w.deadLetter(r, dlqReason{
@@ -702,6 +702,11 @@ func (w *worker) transform(ctx context.Context, r *kgo.Record) (p plan, release 
 			topic = w.outputTopic
 		}
 		p.outs[i] = &kgo.Record{Topic: topic, Key: o.Key, Value: o.Value, Headers: lineage.SetSource(hs, src)}
+	}
+	// Number the outputs of one source record, so that a fan-out is not
+	// taken for a duplicate.
+	for i, o := range p.outs {
+		o.Headers = lineage.SetIndex(o.Headers, i, len(p.outs))
 	}
 	return p, false
 }

@@ -51,3 +51,38 @@ func BenchmarkChainHeaderFilter(b *testing.B) {
 		transform.Spec{Type: "filter", Action: "keep", When: &transform.Condition{Header: "via", In: []string{"relay"}}},
 	))
 }
+
+func BenchmarkChainExpressionRoute(b *testing.B) {
+	benchChain(b, mustBuild(b,
+		transform.Spec{Type: "route", Cases: []transform.RouteCase{
+			{Expr: `value.customer.tier == "gold" && value.total > 40`, Topic: "orders-vip"},
+		}, Default: "orders"},
+	))
+}
+
+func BenchmarkChainExpressionOnKeyOnly(b *testing.B) {
+	benchChain(b, mustBuild(b,
+		transform.Spec{Type: "filter", When: &transform.Condition{Expr: `key.startsWith("test-")`}},
+	))
+}
+
+// BenchmarkCostLimitWorstCase measures how long an expression runs before
+// the default cost limit stops it: the time one poison expression can
+// take from a worker per record.
+func BenchmarkCostLimitWorstCase(b *testing.B) {
+	items := []byte(`{"items":[`)
+	for i := range 1000 {
+		if i > 0 {
+			items = append(items, ',')
+		}
+		items = append(items, '1')
+	}
+	items = append(items, "]}"...)
+	c := mustBuild(b, transform.Spec{Type: "filter", When: &transform.Condition{
+		Expr: `value.items.all(i, value.items.all(j, value.items.exists(k, k == 2) == false))`}})
+	for b.Loop() {
+		if _, err := c.Apply(bg, &transform.Record{Value: items}); err == nil {
+			b.Fatal("the cost limit did not stop the expression")
+		}
+	}
+}

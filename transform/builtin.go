@@ -1,12 +1,16 @@
 package transform
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
+
+	"cel.dev/cel-go/common/types"
 )
 
 // Registry maps a Spec's Type to the constructor of that built-in. It is an
@@ -31,25 +35,32 @@ import (
 //
 // Dotted paths split on every "." — a key that itself contains a dot
 // cannot be addressed.
-var Registry = map[string]func(Spec) (Transform, error){
+//
+// A constructor gets the Options that Build was given (the expressions'
+// cost limit).
+var Registry = map[string]func(Spec, Options) (Transform, error){
 	"set":    newSet,
+	"map":    newMap,
 	"rename": newRename,
 	"remove": newRemove,
 	"header": newHeader,
 	"filter": newFilter,
 	"route":  newRoute,
+	"split":  newSplit,
+	"copy":   newCopy,
 	"fail":   newFail,
 	"delay":  newDelay,
 }
 
-func checkSpec(s Spec, typ string) error {
+// checkSpec validates s as a spec of type typ and compiles its When.
+func checkSpec(s Spec, typ string, o Options) (*matcher, error) {
 	if s.Type != typ {
-		return &ValidationError{Errors: []FieldError{{Path: "type", Msg: fmt.Sprintf("must be %s, got %q", typ, s.Type)}}}
+		return nil, &ValidationError{Errors: []FieldError{{Path: "type", Msg: fmt.Sprintf("must be %s, got %q", typ, s.Type)}}}
 	}
 	if errs := validateBuiltin(s, builtinRules[typ]); len(errs) > 0 {
-		return &ValidationError{Errors: errs}
+		return nil, &ValidationError{Errors: errs}
 	}
-	return nil
+	return compileCondition(s.When, "when", o)
 }
 
 func one(r *Record) []*Record { return []*Record{r} }
@@ -64,31 +75,41 @@ func reencode(r *Record, obj map[string]any) ([]*Record, error) {
 	return one(r), nil
 }
 
-// setT sets a field to a fixed JSON value, creating intermediate objects.
+// setT sets a field to a fixed JSON value or to an expression's result,
+// creating intermediate objects.
 type setT struct {
-	when  *Condition
+	when  *matcher
 	field string
 	value json.RawMessage
+	expr  *program // instead of value
 }
 
 // newSet builds "set": Field (dotted path) is set to Value, any YAML value
-// encoded as JSON (a missing value is null). A missing or null intermediate
-// becomes an object; any other non-object intermediate is a permanent
-// "json" error (nothing is overwritten).
-func newSet(s Spec) (Transform, error) {
-	if err := checkSpec(s, "set"); err != nil {
-		return nil, err
-	}
-	v, err := specValueJSON(s.Value)
+// encoded as JSON (a missing value is null), or to the result of Expr
+// converted to JSON (see toJSON). A missing or null intermediate becomes
+// an object; any other non-object intermediate is a permanent "json"
+// error (nothing is overwritten).
+func newSet(s Spec, o Options) (Transform, error) {
+	when, err := checkSpec(s, "set", o)
 	if err != nil {
 		return nil, err
 	}
-	return &setT{when: s.When.clone(), field: s.Field, value: v}, nil
+	t := &setT{when: when, field: s.Field}
+	if s.Expr != "" {
+		if t.expr, err = newProgram("expr", s.Expr, resultAny, o); err != nil {
+			return nil, err
+		}
+		return t, nil
+	}
+	if t.value, err = specValueJSON(s.Value); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
-func (t *setT) Apply(_ context.Context, r *Record) ([]*Record, error) {
+func (t *setT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
 	var d jsonDoc
-	if ok, err := t.when.match(r, &d); err != nil || !ok {
+	if ok, err := t.when.match(ctx, r, &d); err != nil || !ok {
 		return passIf(r, err)
 	}
 	obj, err := d.get(r)
@@ -97,10 +118,65 @@ func (t *setT) Apply(_ context.Context, r *Record) ([]*Record, error) {
 	}
 	// The shared RawMessage is only read (by the encoder), so concurrent
 	// use is safe.
-	if err := setPath(obj, t.field, t.value); err != nil {
+	var v any = t.value
+	if t.expr != nil {
+		// Evaluated before the value changes; the result is a fresh
+		// value, never a part of obj.
+		if v, err = t.expr.evalJSON(ctx, r, &d); err != nil {
+			return nil, err
+		}
+	}
+	if err := setPath(obj, t.field, v); err != nil {
 		return nil, err
 	}
 	return reencode(r, obj)
+}
+
+// mapT replaces the value by an expression's result.
+type mapT struct {
+	when *matcher
+	expr *program
+}
+
+// newMap builds "map": the record's value becomes the result of Expr.
+// Bytes are written as they are (so a map can produce values that are not
+// JSON); any other result is encoded as JSON (see toJSON; a string
+// becomes a JSON string).
+func newMap(s Spec, o Options) (Transform, error) {
+	when, err := checkSpec(s, "map", o)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newProgram("expr", s.Expr, resultAny, o)
+	if err != nil {
+		return nil, err
+	}
+	return &mapT{when: when, expr: p}, nil
+}
+
+func (t *mapT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
+	var d jsonDoc
+	if ok, err := t.when.match(ctx, r, &d); err != nil || !ok {
+		return passIf(r, err)
+	}
+	v, err := t.expr.eval(ctx, r, &d)
+	if err != nil {
+		return nil, err
+	}
+	if b, ok := v.(types.Bytes); ok {
+		r.Value = bytes.Clone(b)
+		return one(r), nil
+	}
+	x, err := toJSON(v)
+	if err != nil {
+		return nil, Permanent("cel", fmt.Errorf("expr: %w", err))
+	}
+	b, err := encodeJSON(x)
+	if err != nil {
+		return nil, Permanent("cel", fmt.Errorf("expr: encoding the result: %w", err))
+	}
+	r.Value = b
+	return one(r), nil
 }
 
 // passIf returns r unchanged when err is nil (the condition did not
@@ -114,23 +190,24 @@ func passIf(r *Record, err error) ([]*Record, error) {
 
 // renameT moves a field to another path.
 type renameT struct {
-	when     *Condition
+	when     *matcher
 	from, to string
 }
 
 // newRename builds "rename": Field moves to To (overwriting To if it
 // exists, creating its intermediate objects as set does). A missing Field
 // leaves the record unchanged; emptied parent objects are kept.
-func newRename(s Spec) (Transform, error) {
-	if err := checkSpec(s, "rename"); err != nil {
+func newRename(s Spec, o Options) (Transform, error) {
+	when, err := checkSpec(s, "rename", o)
+	if err != nil {
 		return nil, err
 	}
-	return &renameT{when: s.When.clone(), from: s.Field, to: s.To}, nil
+	return &renameT{when: when, from: s.Field, to: s.To}, nil
 }
 
-func (t *renameT) Apply(_ context.Context, r *Record) ([]*Record, error) {
+func (t *renameT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
 	var d jsonDoc
-	if ok, err := t.when.match(r, &d); err != nil || !ok {
+	if ok, err := t.when.match(ctx, r, &d); err != nil || !ok {
 		return passIf(r, err)
 	}
 	obj, err := d.get(r)
@@ -149,22 +226,23 @@ func (t *renameT) Apply(_ context.Context, r *Record) ([]*Record, error) {
 
 // removeT deletes a field.
 type removeT struct {
-	when  *Condition
+	when  *matcher
 	field string
 }
 
 // newRemove builds "remove": Field is deleted; a missing Field leaves the
 // record unchanged.
-func newRemove(s Spec) (Transform, error) {
-	if err := checkSpec(s, "remove"); err != nil {
+func newRemove(s Spec, o Options) (Transform, error) {
+	when, err := checkSpec(s, "remove", o)
+	if err != nil {
 		return nil, err
 	}
-	return &removeT{when: s.When.clone(), field: s.Field}, nil
+	return &removeT{when: when, field: s.Field}, nil
 }
 
-func (t *removeT) Apply(_ context.Context, r *Record) ([]*Record, error) {
+func (t *removeT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
 	var d jsonDoc
-	if ok, err := t.when.match(r, &d); err != nil || !ok {
+	if ok, err := t.when.match(ctx, r, &d); err != nil || !ok {
 		return passIf(r, err)
 	}
 	obj, err := d.get(r)
@@ -179,7 +257,7 @@ func (t *removeT) Apply(_ context.Context, r *Record) ([]*Record, error) {
 
 // headerT appends a header.
 type headerT struct {
-	when  *Condition
+	when  *matcher
 	key   string
 	value string
 }
@@ -188,17 +266,18 @@ type headerT struct {
 // string as is, a bool as true/false, a number as JSON writes it). An
 // existing header of that name is kept (keys may repeat); Record.Header
 // returns the last one, i.e. this one.
-func newHeader(s Spec) (Transform, error) {
-	if err := checkSpec(s, "header"); err != nil {
+func newHeader(s Spec, o Options) (Transform, error) {
+	when, err := checkSpec(s, "header", o)
+	if err != nil {
 		return nil, err
 	}
 	v, _ := headerValueText(s.Value)
-	return &headerT{when: s.When.clone(), key: s.Header, value: v}, nil
+	return &headerT{when: when, key: s.Header, value: v}, nil
 }
 
-func (t *headerT) Apply(_ context.Context, r *Record) ([]*Record, error) {
+func (t *headerT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
 	var d jsonDoc
-	if ok, err := t.when.match(r, &d); err != nil || !ok {
+	if ok, err := t.when.match(ctx, r, &d); err != nil || !ok {
 		return passIf(r, err)
 	}
 	// A fresh byte slice per record: records must not share header memory.
@@ -208,21 +287,23 @@ func (t *headerT) Apply(_ context.Context, r *Record) ([]*Record, error) {
 
 // filterT drops records.
 type filterT struct {
-	when *Condition
+	when *matcher
 	keep bool
 }
 
 // newFilter builds "filter": with Action "drop" (default) records matching
 // When are dropped; with "keep" records not matching When are dropped.
-func newFilter(s Spec) (Transform, error) {
-	if err := checkSpec(s, "filter"); err != nil {
+func newFilter(s Spec, o Options) (Transform, error) {
+	when, err := checkSpec(s, "filter", o)
+	if err != nil {
 		return nil, err
 	}
-	return &filterT{when: s.When.clone(), keep: s.Action == "keep"}, nil
+	return &filterT{when: when, keep: s.Action == "keep"}, nil
 }
 
-func (t *filterT) Apply(_ context.Context, r *Record) ([]*Record, error) {
-	ok, err := t.when.Match(r)
+func (t *filterT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
+	var d jsonDoc
+	ok, err := t.when.match(ctx, r, &d)
 	if err != nil {
 		return nil, err
 	}
@@ -232,50 +313,245 @@ func (t *filterT) Apply(_ context.Context, r *Record) ([]*Record, error) {
 	return one(r), nil
 }
 
-// routeT chooses the output topic from a field's value.
+// routeT chooses the output topic: from a field's value, from an
+// expression, or from the first true case.
 type routeT struct {
-	when       *Condition
+	when       *matcher
 	field      string
 	routes     map[string]string
+	expr       *program
+	allowed    []string
+	cases      []routeCase
 	def        string
 	hasDefault bool
 }
 
-// newRoute builds "route": Topic becomes Routes[text of Field] (text as
-// Condition compares it); for a value not in Routes, or a missing Field,
-// Topic becomes Default if set, else it is left unchanged. The value must
-// be a JSON object.
-func newRoute(s Spec) (Transform, error) {
-	if err := checkSpec(s, "route"); err != nil {
-		return nil, err
-	}
-	return &routeT{when: s.When.clone(), field: s.Field, routes: maps.Clone(s.Routes), def: s.Default, hasDefault: s.Default != ""}, nil
+type routeCase struct {
+	cond   *program
+	topics []string
 }
 
-func (t *routeT) Apply(_ context.Context, r *Record) ([]*Record, error) {
+// newRoute builds "route", in one of three forms:
+//
+//   - Field with Routes: Topic becomes Routes[text of Field] (text as
+//     Condition compares it). The value must be a JSON object.
+//   - Expr with Topics: Expr returns the topic, or a list of topics (one
+//     record each, in order, duplicates written once); "", null or an
+//     empty list choose no route. A topic not listed in Topics is a
+//     permanent error of class "route": the topics a pipeline writes are
+//     known when it is loaded.
+//   - Cases: the first case whose Expr is true sends the record to its
+//     Topic, or to each of its Topics (one record each).
+//
+// A record that no route matches (a value not in Routes or a missing
+// Field, an Expr choosing no route, no case true) goes to Default if set,
+// and otherwise keeps its topic.
+func newRoute(s Spec, o Options) (Transform, error) {
+	when, err := checkSpec(s, "route", o)
+	if err != nil {
+		return nil, err
+	}
+	t := &routeT{when: when, field: s.Field, routes: maps.Clone(s.Routes), def: s.Default, hasDefault: s.Default != ""}
+	if s.Expr != "" {
+		if t.expr, err = newProgram("expr", s.Expr, resultTopic, o); err != nil {
+			return nil, err
+		}
+		t.allowed = slices.Clone(s.Topics)
+	}
+	for i, c := range s.Cases {
+		p, err := newProgram(fmt.Sprintf("cases[%d].expr", i), c.Expr, resultBool, o)
+		if err != nil {
+			return nil, err
+		}
+		topics := slices.Clone(c.Topics)
+		if c.Topic != "" {
+			topics = []string{c.Topic}
+		}
+		t.cases = append(t.cases, routeCase{cond: p, topics: topics})
+	}
+	return t, nil
+}
+
+func (t *routeT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
 	var d jsonDoc
-	if ok, err := t.when.match(r, &d); err != nil || !ok {
+	if ok, err := t.when.match(ctx, r, &d); err != nil || !ok {
+		return passIf(r, err)
+	}
+	var (
+		topics []string
+		found  bool
+	)
+	switch {
+	case t.expr != nil:
+		var err error
+		if topics, found, err = t.expr.evalTopics(ctx, r, &d); err != nil {
+			return nil, err
+		}
+		for _, topic := range topics {
+			if !slices.Contains(t.allowed, topic) {
+				return nil, Permanent("route", fmt.Errorf("expr returned topic %q, which is not in topics %v", topic, t.allowed))
+			}
+		}
+	case t.cases != nil:
+		for _, c := range t.cases {
+			ok, err := c.cond.evalBool(ctx, r, &d)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				topics, found = c.topics, true
+				break
+			}
+		}
+	default:
+		obj, err := d.get(r)
+		if err != nil {
+			return nil, err
+		}
+		if v, ok := lookup(obj, t.field); ok {
+			var topic string
+			if topic, found = t.routes[valueText(v)]; found {
+				topics = []string{topic}
+			}
+		}
+	}
+	switch {
+	case found:
+		return toTopics(r, topics), nil
+	case t.hasDefault:
+		r.Topic = t.def
+	}
+	return one(r), nil
+}
+
+// toTopics sends r to each of topics, in order, once each: r itself to the
+// first, a clone to each other one. No topics means no records.
+func toTopics(r *Record, topics []string) []*Record {
+	out := make([]*Record, 0, len(topics))
+	for i, topic := range topics {
+		if slices.Index(topics, topic) < i {
+			continue // listed twice: written once
+		}
+		c := r
+		if len(out) > 0 {
+			c = r.Clone()
+		}
+		c.Topic = topic
+		out = append(out, c)
+	}
+	return out
+}
+
+// MaxSplit is the most records a split step makes of one record; a longer
+// array is a permanent error of class "split" rather than a transaction
+// too large to commit.
+const MaxSplit = 10_000
+
+// splitT makes one record per element of an array.
+type splitT struct {
+	when  *matcher
+	field string
+	to    string
+}
+
+// newSplit builds "split": the JSON array at Field becomes one record per
+// element, in order; each is a copy of the record (key, headers, topic)
+// whose value is the element (encoded as JSON, so a string element
+// becomes a JSON string) — or, with To, the record's object without Field
+// and with the element at To (To may equal Field: the array is replaced by
+// one element). An empty array makes no records (the source record is
+// acknowledged with no output). A missing Field, or one that is not an
+// array, is a permanent "json" error; more than MaxSplit elements a
+// permanent "split" error.
+func newSplit(s Spec, o Options) (Transform, error) {
+	when, err := checkSpec(s, "split", o)
+	if err != nil {
+		return nil, err
+	}
+	return &splitT{when: when, field: s.Field, to: s.To}, nil
+}
+
+func (t *splitT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
+	var d jsonDoc
+	if ok, err := t.when.match(ctx, r, &d); err != nil || !ok {
 		return passIf(r, err)
 	}
 	obj, err := d.get(r)
 	if err != nil {
 		return nil, err
 	}
-	if v, ok := lookup(obj, t.field); ok {
-		if topic, ok := t.routes[valueText(v)]; ok {
-			r.Topic = topic
-			return one(r), nil
+	v, ok := lookup(obj, t.field)
+	if !ok {
+		return nil, Permanent("json", fmt.Errorf("cannot split %s: no such field", t.field))
+	}
+	elems, ok := v.([]any)
+	if !ok {
+		return nil, Permanent("json", fmt.Errorf("cannot split %s: it is %s, not an array", t.field, jsonKind(v)))
+	}
+	if len(elems) > MaxSplit {
+		return nil, Permanent("split", fmt.Errorf("cannot split %s: %d elements, more than %d", t.field, len(elems), MaxSplit))
+	}
+	if t.to != "" {
+		deletePath(obj, t.field)
+	}
+	out := make([]*Record, 0, len(elems))
+	for i, e := range elems {
+		var x any = e
+		if t.to != "" {
+			if err := setPath(obj, t.to, e); err != nil {
+				return nil, err
+			}
+			x = obj
 		}
+		b, err := encodeJSON(x)
+		if err != nil {
+			return nil, Permanent("json", fmt.Errorf("encoding element %d: %w", i, err))
+		}
+		c := r
+		if i < len(elems)-1 {
+			c = r.Clone() // the last element reuses r
+		}
+		c.Value = b
+		out = append(out, c)
 	}
-	if t.hasDefault {
-		r.Topic = t.def
+	return out, nil
+}
+
+// copyT writes a record to more topics.
+type copyT struct {
+	when   *matcher
+	topics []string
+}
+
+// newCopy builds "copy": the record goes on unchanged, followed by one
+// copy for each of Topics, in order (a copy to the record's own topic is
+// a second record there).
+func newCopy(s Spec, o Options) (Transform, error) {
+	when, err := checkSpec(s, "copy", o)
+	if err != nil {
+		return nil, err
 	}
-	return one(r), nil
+	return &copyT{when: when, topics: slices.Clone(s.Topics)}, nil
+}
+
+func (t *copyT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
+	var d jsonDoc
+	if ok, err := t.when.match(ctx, r, &d); err != nil || !ok {
+		return passIf(r, err)
+	}
+	out := make([]*Record, 0, 1+len(t.topics))
+	out = append(out, r)
+	for _, topic := range t.topics {
+		c := r.Clone()
+		c.Topic = topic
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // failT fails matching records.
 type failT struct {
-	when      *Condition
+	when      *matcher
 	permanent bool
 	reason    error
 }
@@ -286,19 +562,21 @@ const DefaultFailReason = "failed by rule"
 // newFail builds "fail": records matching When fail with class "fail" and
 // message Reason (default DefaultFailReason): Kind "retry" (default) is
 // Retry, "permanent" is Permanent. Others pass unchanged.
-func newFail(s Spec) (Transform, error) {
-	if err := checkSpec(s, "fail"); err != nil {
+func newFail(s Spec, o Options) (Transform, error) {
+	when, err := checkSpec(s, "fail", o)
+	if err != nil {
 		return nil, err
 	}
 	reason := s.Reason
 	if reason == "" {
 		reason = DefaultFailReason
 	}
-	return &failT{when: s.When.clone(), permanent: s.Kind == "permanent", reason: errors.New(reason)}, nil
+	return &failT{when: when, permanent: s.Kind == "permanent", reason: errors.New(reason)}, nil
 }
 
-func (t *failT) Apply(_ context.Context, r *Record) ([]*Record, error) {
-	ok, err := t.when.Match(r)
+func (t *failT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
+	var d jsonDoc
+	ok, err := t.when.match(ctx, r, &d)
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +591,7 @@ func (t *failT) Apply(_ context.Context, r *Record) ([]*Record, error) {
 
 // delayT sleeps.
 type delayT struct {
-	when *Condition
+	when *matcher
 	d    time.Duration
 }
 
@@ -321,15 +599,17 @@ type delayT struct {
 // records without When) and returns them unchanged. If ctx ends first it
 // returns a retryable error of class "delay" wrapping ctx.Err(), so the
 // record is released rather than dead-lettered.
-func newDelay(s Spec) (Transform, error) {
-	if err := checkSpec(s, "delay"); err != nil {
+func newDelay(s Spec, o Options) (Transform, error) {
+	when, err := checkSpec(s, "delay", o)
+	if err != nil {
 		return nil, err
 	}
-	return &delayT{when: s.When.clone(), d: s.Duration}, nil
+	return &delayT{when: when, d: s.Duration}, nil
 }
 
 func (t *delayT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
-	ok, err := t.when.Match(r)
+	var d jsonDoc
+	ok, err := t.when.match(ctx, r, &d)
 	if err != nil || !ok {
 		return passIf(r, err)
 	}

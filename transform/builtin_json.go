@@ -19,44 +19,66 @@ import (
 // and the "text" of a value that Condition and route compare.
 
 // jsonDoc decodes a record's value at most once per transform application,
-// so that a step's When condition and the step itself share one decode.
+// so that a step's When condition, its expressions and the step itself
+// share one decode.
 type jsonDoc struct {
-	obj  map[string]any
+	x    any
 	err  error
 	done bool
 }
 
-func (d *jsonDoc) get(r *Record) (map[string]any, error) {
+// value is r's value decoded as any single JSON value (for expressions).
+func (d *jsonDoc) value(r *Record) (any, error) {
 	if !d.done {
-		d.obj, d.err = decodeObject(r.Value)
+		d.x, d.err = decodeJSON(r.Value)
 		d.done = true
 	}
-	return d.obj, d.err
+	return d.x, d.err
 }
 
-// decodeObject decodes v, which must be exactly one JSON object. Any other
-// value is a permanent error of class "json": bad data never gets better.
-func decodeObject(v []byte) (map[string]any, error) {
-	if len(bytes.TrimSpace(v)) == 0 {
-		return nil, notObject(errors.New("empty value"))
-	}
-	dec := json.NewDecoder(bytes.NewReader(v))
-	dec.UseNumber()
-	var x any
-	if err := dec.Decode(&x); err != nil {
+// get is r's value decoded as a JSON object (for the built-ins that work
+// on fields).
+func (d *jsonDoc) get(r *Record) (map[string]any, error) {
+	x, err := d.value(r)
+	if err != nil {
 		return nil, notObject(err)
 	}
 	obj, ok := x.(map[string]any)
 	if !ok {
 		return nil, notObject(fmt.Errorf("got %s", jsonKind(x)))
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, notObject(errors.New("trailing data after the object"))
-	}
 	return obj, nil
 }
 
+// decodeJSON decodes v, which must be exactly one JSON value. Anything
+// else is a permanent error of class "json": bad data never gets better.
+func decodeJSON(v []byte) (any, error) {
+	if len(bytes.TrimSpace(v)) == 0 {
+		return nil, notJSON(errors.New("empty value"))
+	}
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	var x any
+	if err := dec.Decode(&x); err != nil {
+		return nil, notJSON(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, notJSON(errors.New("trailing data after the value"))
+	}
+	return x, nil
+}
+
+func notJSON(err error) error {
+	return Permanent("json", fmt.Errorf("value is not JSON: %w", err))
+}
+
+// notObject reports a value that is not a JSON object, keeping the
+// reason when err already says the value is not JSON at all.
 func notObject(err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
 	return Permanent("json", fmt.Errorf("value is not a JSON object: %w", err))
 }
 

@@ -254,7 +254,7 @@ func TestFailReason(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr, err := transform.Registry["fail"](transform.Spec{Type: "fail", Reason: tt.reason, When: &transform.Condition{MaxDeliveryCount: 5}})
+			tr, err := transform.Registry["fail"](transform.Spec{Type: "fail", Reason: tt.reason, When: &transform.Condition{MaxDeliveryCount: 5}}, transform.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -313,7 +313,7 @@ func TestConstructorsRejectInvalidSpecs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := transform.Registry[tt.typ](tt.spec)
+			_, err := transform.Registry[tt.typ](tt.spec, transform.Options{})
 			var ve *transform.ValidationError
 			if !errors.As(err, &ve) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error = %v, want a *ValidationError containing %q", err, tt.want)

@@ -158,7 +158,7 @@ func TestRecordClone(t *testing.T) {
 
 func mustStep(t testing.TB, s transform.Spec) transform.Transform {
 	t.Helper()
-	tr, err := transform.Registry[s.Type](s)
+	tr, err := transform.Registry[s.Type](s, transform.Options{})
 	if err != nil {
 		t.Fatalf("%s: %v", s.Type, err)
 	}

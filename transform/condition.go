@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"context"
 	"fmt"
 	"slices"
 )
@@ -16,6 +17,10 @@ import (
 //     the delivery count). A path through a non-object counts as absent; a
 //     JSON null counts as present, with text "null".
 //   - Header: the last header with that name (see Record.Header).
+//   - Expr: a CEL expression that must evaluate to true. It is evaluated
+//     last, and only when every other predicate holds. An evaluation error
+//     is a permanent error of class "cel" (class "json" when it needs the
+//     value and the value is not JSON).
 //
 // Equals and In compare the value's text: a JSON string without quotes, a
 // number exactly as written (1.0 is not 1), true/false/null, and an object
@@ -33,18 +38,57 @@ import (
 //
 // Match assumes c is valid (see Spec.Validate); on an invalid condition it
 // does not panic: Field wins over Header, and value predicates without
-// either are ignored.
+// either are ignored; an Expr that does not compile is an error. Match
+// compiles Expr on every call: the built transforms compile it once.
 func (c *Condition) Match(r *Record) (bool, error) {
+	m, err := compileCondition(c, "when", Options{})
+	if err != nil {
+		return false, err
+	}
 	var d jsonDoc
-	return c.match(r, &d)
+	return m.match(context.Background(), r, &d)
+}
+
+// matcher is a Condition with its expression compiled. A nil matcher
+// matches every record.
+type matcher struct {
+	c    *Condition
+	expr *program
+}
+
+// compileCondition compiles c (a deep copy, so that a built transform
+// does not change if the Spec it came from is modified later). prefix is
+// the condition's path in its spec, for errors.
+func compileCondition(c *Condition, prefix string, o Options) (*matcher, error) {
+	if c == nil {
+		return nil, nil
+	}
+	m := &matcher{c: c.clone()}
+	if c.Expr != "" {
+		p, err := newProgram(prefix+".expr", c.Expr, resultBool, o)
+		if err != nil {
+			return nil, err
+		}
+		m.expr = p
+	}
+	return m, nil
 }
 
 // match is Match with a shared lazily decoded value, so that a transform
 // decodes the record's JSON once for its condition and its own work.
-func (c *Condition) match(r *Record, d *jsonDoc) (bool, error) {
-	if c == nil {
+func (m *matcher) match(ctx context.Context, r *Record, d *jsonDoc) (bool, error) {
+	if m == nil {
 		return true, nil
 	}
+	ok, err := m.c.match(r, d)
+	if err != nil || !ok || m.expr == nil {
+		return ok, err
+	}
+	return m.expr.evalBool(ctx, r, d)
+}
+
+// match tests every predicate but Expr.
+func (c *Condition) match(r *Record, d *jsonDoc) (bool, error) {
 	var (
 		text    string
 		present bool
@@ -104,7 +148,7 @@ func (c *Condition) needsText() bool {
 
 // validate reports every problem in c, with paths under prefix ("when"),
 // in this order: field/header choice, missing test, in, exists, modulo,
-// remainder, delivery counts. A nil Condition is valid.
+// remainder, delivery counts, expr. A nil Condition is valid.
 func (c *Condition) validate(prefix string) []FieldError {
 	if c == nil {
 		return nil
@@ -140,8 +184,8 @@ func (c *Condition) validate(prefix string) []FieldError {
 			what = "header"
 		}
 		add(what, "has no test; add equals, in, exists or modulo")
-	case !hasTarget && !hasDeliveryTest:
-		add("", "empty condition; set a field or header with a test, or max/min_delivery_count")
+	case !hasTarget && !hasDeliveryTest && c.Expr == "":
+		add("", "empty condition; set a field or header with a test, an expr, or max/min_delivery_count")
 	}
 	if c.In != nil && len(c.In) == 0 {
 		add("in", "must list at least one value")
@@ -168,6 +212,9 @@ func (c *Condition) validate(prefix string) []FieldError {
 	}
 	if c.MaxDeliveryCount > 0 && c.MinDeliveryCount > 0 && c.MaxDeliveryCount < c.MinDeliveryCount {
 		add("max_delivery_count", "must be >= min_delivery_count (%d), got %d", c.MinDeliveryCount, c.MaxDeliveryCount)
+	}
+	if c.Expr != "" {
+		errs = append(errs, checkExpr(prefix+".expr", c.Expr, resultBool)...)
 	}
 	return errs
 }

@@ -1,26 +1,39 @@
 package transform
 
-import "time"
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
 
 // Spec is the YAML form of one step of a pipeline's transform chain. Type
 // selects the built-in (see Registry); each type uses only some of the other
 // fields, and Validate reports a field set for a type that does not use it.
 type Spec struct {
-	// Type is the name of the built-in transform: set, rename, remove,
-	// header, filter, route, fail, delay.
+	// Type is the name of the built-in transform: set, map, rename,
+	// remove, header, filter, route, split, copy, fail, delay.
 	Type string `yaml:"type" json:"type"`
 	// Name optionally names the step in errors and dead-letter headers;
 	// default "<index>:<type>".
 	Name string `yaml:"name,omitempty" json:"name,omitempty"`
 
 	// Field is a dotted path into the record's JSON value ("order.id").
-	// Used by set, rename, remove, route.
+	// Used by set, rename, remove, route, split.
 	Field string `yaml:"field,omitempty" json:"field,omitempty"`
-	// To is the new dotted path for rename.
+	// To is the new dotted path for rename; for split, where each element
+	// goes in a copy of the record's value (without To, each element
+	// becomes the whole value).
 	To string `yaml:"to,omitempty" json:"to,omitempty"`
 	// Value is the JSON value for set (any YAML scalar, list or map) or the
 	// string value for header.
 	Value any `yaml:"value,omitempty" json:"value,omitempty"`
+	// Expr is a CEL expression over the record (see the package doc for
+	// its variables): for set, the value stored at Field (instead of
+	// Value); for map, the record's new value; for route, the topic to
+	// send the record to, or a list of topics (one record each); "", null
+	// or an empty list choose no route.
+	Expr string `yaml:"expr,omitempty" json:"expr,omitempty"`
 	// Header is the header name for header.
 	Header string `yaml:"header,omitempty" json:"header,omitempty"`
 
@@ -35,9 +48,18 @@ type Spec struct {
 
 	// Routes maps a field's value (as text) to an output topic, for route.
 	Routes map[string]string `yaml:"routes,omitempty" json:"routes,omitempty"`
-	// Default is the topic for values not in Routes; empty keeps the
-	// pipeline's default output topic.
+	// Default is the topic for records no route matches (a value not in
+	// Routes, no case true, an Expr choosing no route); empty leaves the
+	// record's topic as it is.
 	Default string `yaml:"default,omitempty" json:"default,omitempty"`
+	// Topics, for route with Expr, lists every topic the expression may
+	// return: any other result dead-letters the record, so the topics a
+	// pipeline writes are known before it runs. For copy, the topics the
+	// record is copied to.
+	Topics []string `yaml:"topics,omitempty" json:"topics,omitempty"`
+	// Cases, for route, are tried in order: the first whose Expr is true
+	// sends the record to its topic or topics.
+	Cases []RouteCase `yaml:"cases,omitempty" json:"cases,omitempty"`
 
 	// Kind is how fail fails: "retry" (release, dead letter on the last
 	// attempt) or "permanent" (dead letter at once).
@@ -51,10 +73,23 @@ type Spec struct {
 	Duration time.Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
 }
 
+// RouteCase is one case of a route step: records for which Expr (a CEL
+// bool expression) is true go to Topic, or to every one of Topics (one
+// record each). Set exactly one of Topic and Topics.
+type RouteCase struct {
+	Expr   string   `yaml:"expr" json:"expr"`
+	Topic  string   `yaml:"topic,omitempty" json:"topic,omitempty"`
+	Topics []string `yaml:"topics,omitempty" json:"topics,omitempty"`
+}
+
 // Condition selects records. Every predicate that is set must hold (AND).
-// Exactly one of Field or Header names what is tested, unless only
-// MaxDeliveryCount / MinDeliveryCount are set.
+// Exactly one of Field or Header names what is tested, unless only Expr
+// and MaxDeliveryCount / MinDeliveryCount are set.
 type Condition struct {
+	// Expr is a CEL expression that must be true (see the package doc
+	// for its variables). An expression that does not use value does not
+	// parse the record's value.
+	Expr string `yaml:"expr,omitempty" json:"expr,omitempty"`
 	// Field is a dotted path into the JSON value.
 	Field string `yaml:"field,omitempty" json:"field,omitempty"`
 	// Header is a header name.
@@ -81,9 +116,46 @@ type Condition struct {
 
 // FieldError is one problem in a Spec, with Path relative to the spec
 // ("field", "when.modulo"). The config package turns Path into file:line.
+// Line and Col, when not 0, locate the problem within the value's text
+// (1-based): where an expression fails to parse or type-check.
 type FieldError struct {
-	Path string
-	Msg  string
+	Path      string
+	Msg       string
+	Line, Col int
 }
 
 func (e FieldError) Error() string { return e.Path + ": " + e.Msg }
+
+// Target is a topic a step may send records to, with its path in the
+// spec ("routes.eu", "topics[1]", "cases[0].topic").
+type Target struct {
+	Path, Topic string
+}
+
+// Targets lists every topic s may send records to — the values of Routes
+// (by sorted key), Default, Topics, and the topics of Cases — in that
+// order, so that the topics a pipeline writes are known before it runs.
+// An unset Default or case Topic is left out; an empty name in a map or
+// list is kept (and is invalid).
+func (s Spec) Targets() []Target {
+	var ts []Target
+	add := func(path, topic string) { ts = append(ts, Target{Path: path, Topic: topic}) }
+	for _, k := range slices.Sorted(maps.Keys(s.Routes)) {
+		add("routes."+k, s.Routes[k])
+	}
+	if s.Default != "" {
+		add("default", s.Default)
+	}
+	for i, t := range s.Topics {
+		add(fmt.Sprintf("topics[%d]", i), t)
+	}
+	for i, c := range s.Cases {
+		if c.Topic != "" {
+			add(fmt.Sprintf("cases[%d].topic", i), c.Topic)
+		}
+		for j, t := range c.Topics {
+			add(fmt.Sprintf("cases[%d].topics[%d]", i, j), t)
+		}
+	}
+	return ts
+}

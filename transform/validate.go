@@ -14,11 +14,14 @@ const (
 	sfField specField = 1 << iota
 	sfTo
 	sfValue
+	sfExpr
 	sfHeader
 	sfWhen
 	sfAction
 	sfRoutes
 	sfDefault
+	sfTopics
+	sfCases
 	sfKind
 	sfReason
 	sfDuration
@@ -34,11 +37,14 @@ var specFields = []struct {
 	{sfField, "field", "required: a dotted path into the JSON value, e.g. order.id"},
 	{sfTo, "to", "required: the dotted path to move the field to"},
 	{sfValue, "value", "required: the header value (string, number or bool)"},
+	{sfExpr, "expr", "required: a CEL expression"},
 	{sfHeader, "header", "required: the header name"},
 	{sfWhen, "when", "required: a condition selecting the records"},
 	{sfAction, "action", "required: drop or keep"},
 	{sfRoutes, "routes", "required: at least one value: topic entry"},
 	{sfDefault, "default", "required: a topic"},
+	{sfTopics, "topics", "required: at least one topic"},
+	{sfCases, "cases", "required: at least one case"},
 	{sfKind, "kind", "required: retry or permanent"},
 	{sfReason, "reason", "required: a message"},
 	{sfDuration, "duration", "required: a duration > 0, e.g. 100ms"},
@@ -50,21 +56,25 @@ type typeRule struct {
 }
 
 // builtinRules are the field rules of the built-in types. Every built-in
-// accepts When.
+// accepts When. route has three forms (field with routes, expr with
+// topics, cases), so what it requires is checked by routeForm.
 var builtinRules = map[string]typeRule{
-	"set":    {required: sfField, uses: sfField | sfValue | sfWhen},
+	"set":    {required: sfField, uses: sfField | sfValue | sfExpr | sfWhen},
+	"map":    {required: sfExpr, uses: sfExpr | sfWhen},
 	"rename": {required: sfField | sfTo, uses: sfField | sfTo | sfWhen},
 	"remove": {required: sfField, uses: sfField | sfWhen},
 	"header": {required: sfHeader | sfValue, uses: sfHeader | sfValue | sfWhen},
 	"filter": {required: sfWhen, uses: sfWhen | sfAction},
-	"route":  {required: sfField | sfRoutes, uses: sfField | sfRoutes | sfDefault | sfWhen},
+	"route":  {uses: sfField | sfExpr | sfRoutes | sfDefault | sfTopics | sfCases | sfWhen},
+	"split":  {required: sfField, uses: sfField | sfTo | sfWhen},
+	"copy":   {required: sfTopics, uses: sfTopics | sfWhen},
 	"fail":   {required: sfWhen, uses: sfWhen | sfKind | sfReason},
 	"delay":  {required: sfDuration, uses: sfDuration | sfWhen},
 }
 
-// isSet reports whether f is set in s. For Routes, an empty map counts as
-// unset (route requires at least one entry); a negative Duration counts
-// as set (and is reported as invalid).
+// isSet reports whether f is set in s. For Routes, Topics and Cases, an
+// empty map or list counts as unset (they need at least one entry); a
+// negative Duration counts as set (and is reported as invalid).
 func (s *Spec) isSet(f specField) bool {
 	switch f {
 	case sfField:
@@ -73,6 +83,8 @@ func (s *Spec) isSet(f specField) bool {
 		return s.To != ""
 	case sfValue:
 		return s.Value != nil
+	case sfExpr:
+		return s.Expr != ""
 	case sfHeader:
 		return s.Header != ""
 	case sfWhen:
@@ -83,6 +95,10 @@ func (s *Spec) isSet(f specField) bool {
 		return len(s.Routes) > 0
 	case sfDefault:
 		return s.Default != ""
+	case sfTopics:
+		return len(s.Topics) > 0
+	case sfCases:
+		return len(s.Cases) > 0
 	case sfKind:
 		return s.Kind != ""
 	case sfReason:
@@ -102,8 +118,11 @@ func (s *Spec) isSet(f specField) bool {
 //  3. fields set that the type does not use, in Spec field order;
 //  4. invalid values of the used fields, in Spec field order (a malformed
 //     dotted path, rename to the same path, a set value encoding/json
-//     cannot encode, a header value that is not a string/number/bool,
-//     action not drop/keep, kind not retry/permanent, duration < 0);
+//     cannot encode, set with both value and expr, an expression that
+//     does not compile or type-check (with its Line and Col), a header
+//     value that is not a string/number/bool, action not drop/keep, a
+//     route mixing its forms, a duplicated topic, a case without exactly
+//     one of topic and topics, kind not retry/permanent, duration < 0);
 //  5. the When condition.
 //
 // The known types are the keys of Registry. A type added to Registry that
@@ -150,8 +169,12 @@ func validateBuiltin(s Spec, rule typeRule) []FieldError {
 			add(f.name, "%s", f.required)
 		}
 	}
+	if s.Type == "route" {
+		errs = append(errs, routeForm(s)...)
+	}
 	for _, f := range specFields {
-		if rule.uses&f.f == 0 && (s.isSet(f.f) || f.f == sfRoutes && s.Routes != nil) {
+		if rule.uses&f.f == 0 && (s.isSet(f.f) || f.f == sfRoutes && s.Routes != nil ||
+			f.f == sfTopics && s.Topics != nil || f.f == sfCases && s.Cases != nil) {
 			add(f.name, "not used by type %s", s.Type)
 		}
 	}
@@ -165,7 +188,7 @@ func validateBuiltin(s Spec, rule typeRule) []FieldError {
 	if uses(sfTo) && s.To != "" {
 		if msg := checkPath(s.To); msg != "" {
 			add("to", "%s", msg)
-		} else if s.To == s.Field {
+		} else if s.To == s.Field && s.Type == "rename" {
 			add("to", "must differ from field")
 		}
 	}
@@ -175,14 +198,44 @@ func validateBuiltin(s Spec, rule typeRule) []FieldError {
 			if _, err := specValueJSON(s.Value); err != nil {
 				add("value", "cannot be encoded as JSON: %v", err)
 			}
+			if s.Value != nil && s.Expr != "" {
+				add("value", "cannot be combined with expr; set only one of them")
+			}
 		case "header":
 			if _, ok := headerValueText(s.Value); !ok && s.Value != nil {
 				add("value", "must be a string, number or bool, got %s", describe(s.Value))
 			}
 		}
 	}
+	if uses(sfExpr) && s.Expr != "" {
+		result := resultAny
+		if s.Type == "route" {
+			result = resultTopic
+		}
+		errs = append(errs, checkExpr("expr", s.Expr, result)...)
+	}
 	if uses(sfAction) && s.Action != "" && s.Action != "drop" && s.Action != "keep" {
 		add("action", "must be drop or keep, got %q", s.Action)
+	}
+	if uses(sfTopics) {
+		errs = append(errs, duplicateTopics("topics", s.Topics)...)
+	}
+	if uses(sfCases) {
+		for i, c := range s.Cases {
+			p := fmt.Sprintf("cases[%d]", i)
+			if c.Expr == "" {
+				add(p+".expr", "required: a CEL expression that is true for the records this case routes")
+			} else {
+				errs = append(errs, checkExpr(p+".expr", c.Expr, resultBool)...)
+			}
+			switch {
+			case c.Topic == "" && len(c.Topics) == 0:
+				add(p+".topic", "required: the topic (or topics) for the records this case routes")
+			case c.Topic != "" && len(c.Topics) > 0:
+				add(p+".topics", "cannot be combined with topic; set only one of them")
+			}
+			errs = append(errs, duplicateTopics(p+".topics", c.Topics)...)
+		}
 	}
 	if uses(sfKind) && s.Kind != "" && s.Kind != "retry" && s.Kind != "permanent" {
 		add("kind", "must be retry or permanent, got %q", s.Kind)
@@ -192,6 +245,57 @@ func validateBuiltin(s Spec, rule typeRule) []FieldError {
 	}
 	if uses(sfWhen) {
 		errs = append(errs, s.When.validate("when")...)
+	}
+	return errs
+}
+
+// routeForm checks that a route step uses exactly one of its forms:
+// field with routes, expr with topics, or cases.
+func routeForm(s Spec) []FieldError {
+	byField := s.Field != "" || len(s.Routes) > 0
+	byExpr := s.Expr != "" || len(s.Topics) > 0
+	byCases := len(s.Cases) > 0
+	var errs []FieldError
+	add := func(path, msg string) { errs = append(errs, FieldError{Path: path, Msg: msg}) }
+	switch n := btoi(byField) + btoi(byExpr) + btoi(byCases); {
+	case n == 0:
+		add("", "required: field with routes, expr with topics, or cases")
+	case n > 1:
+		first := "field"
+		if !byField {
+			first = "expr"
+		}
+		later := "cases"
+		if !byCases {
+			later = "expr"
+		}
+		add(later, "cannot be combined with "+first+": a route uses field with routes, expr with topics, or cases")
+	case byField && s.Field == "":
+		add("field", "required: the dotted path whose value picks the route, e.g. order.region")
+	case byField && len(s.Routes) == 0:
+		add("routes", "required: at least one value: topic entry")
+	case byExpr && s.Expr == "":
+		add("expr", "required: a CEL expression returning the topic, a list of topics, or null")
+	case byExpr && len(s.Topics) == 0:
+		add("topics", "required: every topic the expression may return")
+	}
+	return errs
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// duplicateTopics reports a topic listed twice at path.
+func duplicateTopics(path string, topics []string) []FieldError {
+	var errs []FieldError
+	for i, t := range topics {
+		if j := slices.Index(topics, t); j < i {
+			errs = append(errs, FieldError{Path: fmt.Sprintf("%s[%d]", path, i), Msg: fmt.Sprintf("duplicate topic %q (also %s[%d])", t, path, j)})
+		}
 	}
 	return errs
 }
@@ -235,7 +339,11 @@ func (e *ValidationError) Error() string {
 	return b.String()
 }
 
-// Build validates specs and builds the chain they describe, in order.
+// Build validates specs and builds the chain they describe with the
+// default Options; see BuildWith.
+func Build(specs []Spec) (*Chain, error) { return BuildWith(specs, Options{}) }
+
+// BuildWith validates specs and builds the chain they describe, in order.
 //
 // Every spec is validated first and all problems of all specs are returned
 // together as a *ValidationError, with paths prefixed "transforms[i]."
@@ -243,11 +351,12 @@ func (e *ValidationError) Error() string {
 // Registry[spec.Type] and named spec.Name, or "<i>:<type>" with the same
 // 0-based i (e.g. "0:set", "2:fail"); that name appears in Error.Step.
 // An empty specs list gives an empty chain, which passes records through.
-func Build(specs []Spec) (*Chain, error) {
+func BuildWith(specs []Spec, o Options) (*Chain, error) {
 	var errs []FieldError
 	for i, s := range specs {
 		for _, fe := range s.Validate() {
-			errs = append(errs, FieldError{Path: fmt.Sprintf("transforms[%d].%s", i, fe.Path), Msg: fe.Msg})
+			fe.Path = strings.TrimSuffix(fmt.Sprintf("transforms[%d].%s", i, fe.Path), ".")
+			errs = append(errs, fe)
 		}
 	}
 	if len(errs) > 0 {
@@ -255,7 +364,7 @@ func Build(specs []Spec) (*Chain, error) {
 	}
 	c := NewChain()
 	for i, s := range specs {
-		t, err := Registry[s.Type](s)
+		t, err := Registry[s.Type](s, o)
 		if err != nil {
 			return nil, fmt.Errorf("transforms[%d]: %w", i, err)
 		}

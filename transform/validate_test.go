@@ -13,7 +13,7 @@ import (
 
 func fe(path, msg string) transform.FieldError { return transform.FieldError{Path: path, Msg: msg} }
 
-const knownTypes = "delay, fail, filter, header, remove, rename, route, set"
+const knownTypes = "copy, delay, fail, filter, header, map, remove, rename, route, set, split"
 
 func TestValidate(t *testing.T) {
 	type C = transform.Condition
@@ -109,7 +109,7 @@ func TestValidate(t *testing.T) {
 			want: []transform.FieldError{fe("when.field", "has no test; add equals, in, exists or modulo")}},
 		{name: "an empty condition is reported",
 			spec: S{Type: "filter", When: &C{}},
-			want: []transform.FieldError{fe("when", "empty condition; set a field or header with a test, or max/min_delivery_count")}},
+			want: []transform.FieldError{fe("when", "empty condition; set a field or header with a test, an expr, or max/min_delivery_count")}},
 		{name: "an empty in list is reported",
 			spec: S{Type: "filter", When: &C{Header: "h", In: []string{}}},
 			want: []transform.FieldError{fe("when.in", "must list at least one value")}},
@@ -228,7 +228,7 @@ func TestBuild(t *testing.T) {
 	})
 
 	t.Run("a type added to Registry is known to Validate and Build", func(t *testing.T) {
-		transform.Registry["upper"] = func(transform.Spec) (transform.Transform, error) {
+		transform.Registry["upper"] = func(transform.Spec, transform.Options) (transform.Transform, error) {
 			return transform.Func(func(_ context.Context, r *transform.Record) ([]*transform.Record, error) {
 				r.Value = []byte("UP")
 				return []*transform.Record{r}, nil

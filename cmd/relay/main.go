@@ -2,6 +2,7 @@
 //
 //	relay run -c configs/<pipeline>.yaml [--instance NAME]
 //	relay validate <file>...
+//	relay test [-v] <pipeline.yaml> [tests.yaml...]
 //	relay verify -c configs/<pipeline>.yaml [--json]
 //	relay demo
 //
@@ -34,6 +35,7 @@ import (
 const usage = `usage:
   relay run -c <pipeline.yaml> [--instance NAME] [--log-level info]
   relay validate <pipeline.yaml>...
+  relay test [-v] <pipeline.yaml> [tests.yaml...]
   relay verify -c <pipeline.yaml> [--json] [--timeout 5m]
   relay demo
 `
@@ -52,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdRun(args[1:], stderr)
 	case "validate":
 		return cmdValidate(args[1:], stdout, stderr)
+	case "test":
+		return cmdTest(args[1:], stdout, stderr)
 	case "demo":
 		return cmdDemo(args[1:], stdout, stderr)
 	case "verify":

@@ -1,0 +1,387 @@
+package pipetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/lineage"
+	"github.com/sharerelay/sharerelay/transform"
+)
+
+// KafkaDeliveryCountLimit is Kafka's default share.delivery.count.limit,
+// which MaxAttempts falls back on when nothing else sets the attempts.
+const KafkaDeliveryCountLimit = 5
+
+// Suite is one test file: cases run against one pipeline.
+type Suite struct {
+	// File is where the suite was read from, for messages.
+	File string `yaml:"-"`
+	// MaxAttempts is the deliveries a record gets before a retryable
+	// failure dead-letters it. 0 (default): the pipeline's
+	// dead_letter.max_attempts, else one less than the share group's
+	// share.delivery.count.limit as set in source.group_configs, else
+	// one less than Kafka's default limit (4). The relay reads the limit
+	// from the broker; set this when the broker's differs.
+	MaxAttempts int `yaml:"max_attempts"`
+	// Cases run in order, each on its own record.
+	Cases []Case `yaml:"cases"`
+}
+
+// Case is one input record and what should become of it.
+type Case struct {
+	Name   string `yaml:"name"`
+	Input  Input  `yaml:"input"`
+	Expect Expect `yaml:"expect"`
+	// Line is the case's line in File.
+	Line int `yaml:"-"`
+}
+
+// Input is a source record as the share consumer would deliver it.
+type Input struct {
+	// Key is the key's text; left out, the key is null.
+	Key *string `yaml:"key"`
+	// Value is a string, taken as it is, or any other YAML value (a
+	// mapping, list, number or bool), written as JSON. Left out or null,
+	// the value is null.
+	Value any `yaml:"value"`
+	// Headers are set in the order of their names.
+	Headers map[string]string `yaml:"headers"`
+	// DeliveryCount is the share-group delivery count (default 1).
+	DeliveryCount int32 `yaml:"delivery_count"`
+	// Topic is the source topic (default: the pipeline's first).
+	Topic     string    `yaml:"topic"`
+	Partition int32     `yaml:"partition"`
+	Offset    int64     `yaml:"offset"`
+	Timestamp time.Time `yaml:"timestamp"`
+}
+
+// Expect is what should become of a case's record: exactly one of
+// Outputs (the records written, in order; empty when the record is
+// filtered out), DeadLetter and Release.
+type Expect struct {
+	Outputs    *[]Output   `yaml:"outputs"`
+	DeadLetter *DeadLetter `yaml:"dead_letter"`
+	Release    bool        `yaml:"release"`
+}
+
+// Output is one expected output record. Fields left out are not checked,
+// but for Topic, which defaults to the pipeline's output topic.
+type Output struct {
+	Topic string  `yaml:"topic"`
+	Key   *string `yaml:"key"`
+	// Value compares as JSON when it and the actual value both parse as
+	// JSON (a string holding JSON, or any other YAML value), and as bytes
+	// otherwise.
+	Value any `yaml:"value"`
+	// Headers must be present with these values (a subset; for a
+	// repeated header, the last one counts); a null value means the
+	// header must be absent.
+	Headers map[string]*string `yaml:"headers"`
+}
+
+// DeadLetter is an expected dead letter; fields left out are not checked.
+type DeadLetter struct {
+	// Kind is "permanent" or "attempts-exhausted".
+	Kind string `yaml:"kind"`
+	// Class is the error class ("fail", "json", "cel", "panic", ...).
+	Class string `yaml:"class"`
+	// Step is the name of the failing step ("bad-address", "2:set").
+	Step string `yaml:"step"`
+	// Reason is a part of the error message.
+	Reason string `yaml:"reason"`
+}
+
+// DefaultFile is where the tests of the pipeline file at path are when
+// none are named: dir/tests/name.test.yaml for dir/name.yaml.
+func DefaultFile(path string) string {
+	dir, base := filepath.Split(path)
+	stem := strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
+	return filepath.Join(dir, "tests", stem+".test.yaml")
+}
+
+// Load reads and checks the test file at path.
+func Load(path string) (*Suite, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse parses a test file; name is used in messages. Unknown fields are
+// errors, and so is a case that does not expect exactly one outcome.
+func Parse(name string, data []byte) (*Suite, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	s := &Suite{File: name}
+	if err := dec.Decode(s); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: no test cases", name)
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err == nil {
+		for i, line := range caseLines(&root) {
+			if i < len(s.Cases) {
+				s.Cases[i].Line = line
+			}
+		}
+	}
+	var errs []error
+	if len(s.Cases) == 0 {
+		errs = append(errs, fmt.Errorf("%s: no test cases", name))
+	}
+	if s.MaxAttempts < 0 {
+		errs = append(errs, fmt.Errorf("%s: max_attempts must be 1 or more, got %d", name, s.MaxAttempts))
+	}
+	for i, c := range s.Cases {
+		where := fmt.Sprintf("%s:%d: cases[%d]", name, c.Line, i)
+		if c.Name == "" {
+			errs = append(errs, fmt.Errorf("%s: name: required", where))
+		}
+		n := 0
+		if c.Expect.Outputs != nil {
+			n++
+		}
+		if c.Expect.DeadLetter != nil {
+			n++
+		}
+		if c.Expect.Release {
+			n++
+		}
+		if n != 1 {
+			errs = append(errs, fmt.Errorf("%s: expect: set exactly one of outputs, dead_letter and release", where))
+		}
+		if d := c.Expect.DeadLetter; d != nil && d.Kind != "" && d.Kind != lineage.DLQKindPermanent && d.Kind != lineage.DLQKindAttemptsExhausted {
+			errs = append(errs, fmt.Errorf("%s: expect.dead_letter.kind: must be %s or %s, got %q", where,
+				lineage.DLQKindPermanent, lineage.DLQKindAttemptsExhausted, d.Kind))
+		}
+		if c.Input.DeliveryCount < 0 {
+			errs = append(errs, fmt.Errorf("%s: input.delivery_count: must be 1 or more, got %d", where, c.Input.DeliveryCount))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return s, nil
+}
+
+// caseLines returns the line of each element of the top-level cases list.
+func caseLines(root *yaml.Node) []int {
+	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		root = root.Content[0]
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "cases" && root.Content[i+1].Kind == yaml.SequenceNode {
+			var lines []int
+			for _, c := range root.Content[i+1].Content {
+				lines = append(lines, c.Line)
+			}
+			return lines
+		}
+	}
+	return nil
+}
+
+// maxAttempts is the deliveries a record gets in s's tests of p: see
+// Suite.MaxAttempts.
+func (s *Suite) maxAttempts(p *config.Pipeline) int32 {
+	switch {
+	case s.MaxAttempts > 0:
+		return int32(s.MaxAttempts)
+	case p.DeadLetter.MaxAttempts > 0:
+		return int32(p.DeadLetter.MaxAttempts)
+	}
+	limit := KafkaDeliveryCountLimit
+	if v, err := strconv.Atoi(p.Source.GroupConfigs["share.delivery.count.limit"]); err == nil {
+		limit = v
+	}
+	// As the relay: keep the broker's last delivery as a spare.
+	return int32(max(1, limit-1))
+}
+
+// Result is what one case came to.
+type Result struct {
+	Case *Case
+	// Got describes what became of the record.
+	Got string
+	// Diffs lists every difference from the expectation; none when the
+	// case passed. When the outcome itself differs (outputs, dead letter
+	// or release), the one line says so.
+	Diffs []string
+	// SameOutcome is true when the record came to the kind of outcome
+	// expected (and Diffs, if any, are about its details).
+	SameOutcome bool
+}
+
+// Passed reports whether the case met its expectation.
+func (r Result) Passed() bool { return len(r.Diffs) == 0 }
+
+// Run runs every case of s through chain, built from p (see
+// config.Pipeline.Chain), and compares the outcome with the case's
+// expectation.
+func Run(ctx context.Context, p *config.Pipeline, chain *transform.Chain, s *Suite) []Result {
+	results := make([]Result, len(s.Cases))
+	for i := range s.Cases {
+		results[i] = runCase(ctx, p, chain, s.maxAttempts(p), &s.Cases[i])
+	}
+	return results
+}
+
+// outcome is what became of one source record.
+type outcome struct {
+	outs       []*kgo.Record
+	release    bool
+	deadLetter *transform.Decision
+}
+
+func runCase(ctx context.Context, p *config.Pipeline, chain *transform.Chain, maxAttempts int32, c *Case) Result {
+	in, err := c.Input.record(p)
+	if err != nil {
+		return Result{Case: c, Got: "no record", Diffs: []string{"input: " + err.Error()}}
+	}
+	dc := in.Source.DeliveryCount
+	src := lineage.Source{Topic: in.Source.Topic, Partition: in.Source.Partition, Offset: in.Source.Offset}
+	outs, err := chain.Apply(ctx, in)
+
+	var got outcome
+	if err != nil {
+		d := transform.Decide(err, dc, maxAttempts)
+		if d.Release {
+			got.release = true
+		} else {
+			got.deadLetter = &d
+		}
+	} else {
+		// As the worker writes them: the default topic filled in, the
+		// source coordinates and the fan-out position added.
+		for i, o := range outs {
+			hs := make([]kgo.RecordHeader, len(o.Headers))
+			for j, h := range o.Headers {
+				hs[j] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
+			}
+			topic := o.Topic
+			if topic == "" {
+				topic = p.Output.Topic
+			}
+			hs = lineage.SetIndex(lineage.SetSource(hs, src), i, len(outs))
+			got.outs = append(got.outs, &kgo.Record{Topic: topic, Key: o.Key, Value: o.Value, Headers: hs})
+		}
+	}
+	diffs, same := compare(p, c.Expect, got)
+	return Result{Case: c, Got: got.describe(), Diffs: diffs, SameOutcome: same}
+}
+
+// record builds the source record of in.
+func (in Input) record(p *config.Pipeline) (*transform.Record, error) {
+	r := &transform.Record{
+		Topic: p.Output.Topic,
+		Source: transform.Source{
+			Topic: in.Topic, Partition: in.Partition, Offset: in.Offset,
+			DeliveryCount: max(in.DeliveryCount, 1), Timestamp: in.Timestamp,
+		},
+	}
+	if r.Source.Topic == "" && len(p.Source.Topics) > 0 {
+		r.Source.Topic = p.Source.Topics[0]
+	}
+	if in.Key != nil {
+		r.Key = []byte(*in.Key)
+	}
+	v, err := valueBytes(in.Value)
+	if err != nil {
+		return nil, err
+	}
+	r.Value = v
+	for _, k := range slices.Sorted(maps.Keys(in.Headers)) {
+		r.Headers = append(r.Headers, transform.Header{Key: k, Value: []byte(in.Headers[k])})
+	}
+	return r, nil
+}
+
+// valueBytes is a YAML value as record bytes: a string as it is, nil as
+// no value, anything else as JSON.
+func valueBytes(v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return []byte(x), nil
+	}
+	b, err := json.Marshal(normalize(v))
+	if err != nil {
+		return nil, fmt.Errorf("value cannot be written as JSON: %w", err)
+	}
+	return b, nil
+}
+
+// normalize turns YAML mappings with non-string keys into ones
+// encoding/json can write.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[fmt.Sprint(k)] = normalize(e)
+		}
+		return m
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = normalize(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = normalize(e)
+		}
+		return s
+	}
+	return v
+}
+
+// describe says in one line what became of the record.
+func (o outcome) describe() string {
+	switch {
+	case o.release:
+		return "released for another delivery"
+	case o.deadLetter != nil:
+		return "dead letter " + describeDeadLetter(o.deadLetter)
+	case len(o.outs) == 0:
+		return "no output (filtered out)"
+	case len(o.outs) == 1:
+		return "1 output"
+	}
+	return fmt.Sprintf("%d outputs", len(o.outs))
+}
+
+func describeDeadLetter(d *transform.Decision) string {
+	return fmt.Sprintf("(kind %s, class %s, step %s): %s", dlqKind(d), d.Err.Class, d.Err.Step, d.Err.Error())
+}
+
+// dlqKind is the kind header the relay gives the dead letter.
+func dlqKind(d *transform.Decision) string {
+	if d.Exhausted {
+		return lineage.DLQKindAttemptsExhausted
+	}
+	return lineage.DLQKindPermanent
+}
