@@ -80,7 +80,7 @@ type SASL struct {
 type Client struct {
 	// ID is the client.id of every client of the relay, for broker logs
 	// and quotas. Empty (default): each worker's clients report its
-	// transactional id, the other clients "sharerelay-<name>".
+	// transactional id, the other clients franz-go's "kgo".
 	ID string `yaml:"id" json:"id"`
 	// Rack is where the relay runs (e.g. an availability zone). Plain
 	// fetches (the ledger reader, relay verify) are then served by the

@@ -26,12 +26,7 @@ type Options struct {
 // made; OAUTHBEARER tokens and AWS credentials are fetched when a
 // connection authenticates. New dials no broker.
 func New(p *config.Pipeline) (*Options, error) {
-	o := &Options{common: []kgo.Opt{
-		kgo.SeedBrokers(p.Brokers...),
-		// A name for the clients that have none of their own (admin,
-		// ledger, watchers); the workers name theirs.
-		kgo.ClientID("sharerelay-" + p.Name),
-	}}
+	o := &Options{common: []kgo.Opt{kgo.SeedBrokers(p.Brokers...)}}
 	tc, err := TLSConfig(p.TLS)
 	if err != nil {
 		return nil, err

@@ -389,7 +389,7 @@ func TestOptionsOrderTheClientsOwnBetweenThePipelinesAndClientID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(o); got != "sharerelay-p" {
+	if got := ids(o); got != "kgo" {
 		t.Errorf("default client id %q", got)
 	}
 	if got := ids(o, kgo.ClientID("worker-0")); got != "worker-0" {
