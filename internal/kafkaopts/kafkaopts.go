@@ -16,6 +16,7 @@ import (
 // Options are the client options of one pipeline.
 type Options struct {
 	common   []kgo.Opt
+	codec    kgo.CompressionCodec
 	override []kgo.Opt
 }
 
@@ -46,12 +47,10 @@ func New(p *config.Pipeline) (*Options, error) {
 	if c.Rack != "" {
 		o.common = append(o.common, kgo.Rack(c.Rack))
 	}
-	codec, err := compression(c.Producer.Compression)
-	if err != nil {
+	if o.codec, err = compression(c.Producer.Compression); err != nil {
 		return nil, err
 	}
 	o.common = append(o.common,
-		kgo.ProducerBatchCompression(codec),
 		kgo.ProducerLinger(c.Producer.Linger),
 		// At most 100 MiB (validated): franz-go's largest response.
 		kgo.FetchMaxBytes(int32(c.Consumer.FetchMaxBytes)),
@@ -72,7 +71,10 @@ func New(p *config.Pipeline) (*Options, error) {
 // kgo.Dialer: a caller that needs its own dialer on a TLS pipeline must
 // wrap a tls.Dialer itself.
 func (o *Options) Opts(extra ...kgo.Opt) []kgo.Opt {
-	return slices.Concat(o.common, extra, o.override)
+	// A new compression option for each client: franz-go keeps the
+	// option's slice of codecs and rewrites it in place while creating
+	// a client, so clients created at once must not share one.
+	return slices.Concat(o.common, []kgo.Opt{kgo.ProducerBatchCompression(o.codec)}, extra, o.override)
 }
 
 // TLSConfig returns the TLS configuration of t, or nil when t is not

@@ -504,3 +504,28 @@ func TestAClientWithThePipelinesOptionsTalksToATLSAndSCRAMCluster(t *testing.T) 
 		})
 	}
 }
+
+func TestClientsCanBeCreatedAtOnceFromOneOptions(t *testing.T) {
+	p := &config.Pipeline{Name: "p", Brokers: []string{"127.0.0.1:1"}, Client: config.Client{
+		Producer: config.ProducerTuning{Compression: "gzip"}}}
+	p.SetDefaults()
+	o, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for range cap(errs) {
+		go func() {
+			cl, err := kgo.NewClient(o.Opts()...)
+			if err == nil {
+				cl.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
