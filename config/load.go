@@ -37,7 +37,7 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (*Pipeline
 		env = func(string) (string, bool) { return "", false }
 	}
 	l := &loader{file: name, env: env, nodes: map[string]nodePos{}, bad: map[string]bool{},
-		fromEnv: map[string]envUse{}, secrets: map[string]string{}}
+		fromEnv: map[*yaml.Node]envUse{}}
 
 	root, err := l.parse(data)
 	if err != nil {
@@ -91,13 +91,18 @@ type envUse struct {
 
 // envRef returns the text as written of the value at path, if that value
 // was read from the environment — what an error shows instead of the
-// value — and the value.
+// value — and the value. A value reached through an alias is the
+// anchored one.
 func (l *loader) envRef(path string) (ref, val string, ok bool) {
-	u, ok := l.fromEnv[path]
-	if np := l.nodes[path]; ok && np.val != nil {
-		val = np.val.Value
+	n := l.nodes[path].val
+	if n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
 	}
-	return u.template, val, ok
+	if n == nil {
+		return "", "", false
+	}
+	u, ok := l.fromEnv[n]
+	return u.template, n.Value, ok
 }
 
 // hideSecrets replaces, in every message, each secret the file holds —
@@ -107,12 +112,7 @@ func (l *loader) envRef(path string) (ref, val string, ok bool) {
 // Secrets shorter than minHiddenSecret are left alone: hiding them would
 // garble every message, and they protect nothing.
 func (l *loader) hideSecrets(es Errors) Errors {
-	var secrets []string
-	for path, val := range l.secrets {
-		secrets = append(secrets, val)
-		secrets = append(secrets, l.fromEnv[path].values...)
-	}
-	return hideSecrets(es, secrets)
+	return hideSecrets(es, l.secrets)
 }
 
 // hideSecrets replaces each of secrets in the messages of es.
@@ -147,11 +147,12 @@ type loader struct {
 	// brokerIndex maps an index into Pipeline.Brokers, after splitting
 	// comma-separated entries, to the index of the YAML list element.
 	brokerIndex []int
-	// fromEnv holds the scalars interpolated from the environment, by
-	// path; errors name their references instead of their values.
-	fromEnv map[string]envUse
-	// secrets holds the values of the Secret fields, by path.
-	secrets map[string]string
+	// fromEnv holds the scalars interpolated from the environment;
+	// errors name their references instead of their values.
+	fromEnv map[*yaml.Node]envUse
+	// secrets holds the values of the Secret fields, and what the
+	// environment gave for them.
+	secrets []string
 }
 
 var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
@@ -277,7 +278,7 @@ func (l *loader) interpolate(n *yaml.Node, path string) {
 			return
 		}
 		if len(used) > 0 {
-			l.fromEnv[path] = envUse{template: n.Value, values: used}
+			l.fromEnv[n] = envUse{template: n.Value, values: used}
 		}
 		n.Value = val
 		if n.Style&(yaml.TaggedStyle|yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
@@ -311,13 +312,13 @@ func (l *loader) walk(n *yaml.Node, t reflect.Type, path string) {
 		l.leaf(n, t, path)
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
-			l.errorAt(n, path, "expected a mapping, got "+l.describe(n, path))
+			l.errorAt(n, path, "expected a mapping, got "+l.describe(n))
 			return
 		}
 		l.walkStruct(n, t, path, map[string]*yaml.Node{})
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			l.errorAt(n, path, "expected a list, got "+l.describe(n, path))
+			l.errorAt(n, path, "expected a list, got "+l.describe(n))
 			return
 		}
 		for i, c := range n.Content {
@@ -327,7 +328,7 @@ func (l *loader) walk(n *yaml.Node, t reflect.Type, path string) {
 		}
 	case t.Kind() == reflect.Map:
 		if n.Kind != yaml.MappingNode {
-			l.errorAt(n, path, "expected a mapping, got "+l.describe(n, path))
+			l.errorAt(n, path, "expected a mapping, got "+l.describe(n))
 			return
 		}
 		seen := map[string]*yaml.Node{}
@@ -349,7 +350,7 @@ func (l *loader) walk(n *yaml.Node, t reflect.Type, path string) {
 		}
 	default:
 		if t == secretType && n.Kind == yaml.ScalarNode {
-			l.secrets[path] = n.Value
+			l.secrets = append(append(l.secrets, n.Value), l.fromEnv[n].values...)
 		}
 		l.leaf(n, t, path)
 	}
@@ -429,7 +430,7 @@ func (l *loader) walkMerge(v *yaml.Node, t reflect.Type, path string, seen map[s
 func (l *loader) leaf(n *yaml.Node, t reflect.Type, path string) {
 	want := describeType(t)
 	if n.Kind != yaml.ScalarNode {
-		l.errorAt(n, path, "expected "+want+", got "+l.describe(n, path))
+		l.errorAt(n, path, "expected "+want+", got "+l.describe(n))
 		return
 	}
 	if t.Kind() == reflect.String {
@@ -446,12 +447,12 @@ func (l *loader) leaf(n *yaml.Node, t reflect.Type, path string) {
 	if err == nil {
 		return
 	}
-	msg := "expected " + want + ", got " + l.describe(n, path)
+	msg := "expected " + want + ", got " + l.describe(n)
 	switch tag := n.ShortTag(); {
 	case t == durationType && (tag == "!!int" || tag == "!!float"):
 		msg += " (a duration needs a unit)"
 	case t != durationType && tag == "!!int":
-		msg = fmt.Sprintf("%s is out of range for a %d-bit integer", l.describe(n, path), t.Bits())
+		msg = fmt.Sprintf("%s is out of range for a %d-bit integer", l.describe(n), t.Bits())
 	}
 	l.errorAt(n, path, msg)
 }
@@ -595,11 +596,12 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// describe names what the node n at path holds, for "expected X, got Y"
+// describe names what the node n holds, for "expected X, got Y"
 // messages: as describe does, but a scalar read from the environment is
 // named by its reference, never shown.
-func (l *loader) describe(n *yaml.Node, path string) string {
-	if ref, _, ok := l.envRef(path); ok && n.Kind == yaml.ScalarNode {
+func (l *loader) describe(n *yaml.Node) string {
+	if u, ok := l.fromEnv[n]; ok {
+		ref := u.template
 		if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
 			return envValue(ref) + " in quotes (a string)"
 		}

@@ -223,3 +223,20 @@ func TestWarningsPrintWithTheirPositionAndPath(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+func TestAValueReadFromTheEnvironmentStaysHiddenWhenReachedThroughAnAlias(t *testing.T) {
+	y := `name: p
+x-brokers: &b ${RELAY_TEST_CREDS_BROKER}
+brokers: [*b]
+source: {topics: [a]}
+output: {topic: b}
+dead_letter: {topic: c}
+`
+	_, err := config.Parse("p.yml", []byte(y), testEnv)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if strings.Contains(err.Error(), testPassword) || !strings.Contains(err.Error(), "brokers[0]: the value of ${RELAY_TEST_CREDS_BROKER} is not host:port") {
+		t.Errorf("got:\n%v", err)
+	}
+}
