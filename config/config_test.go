@@ -27,11 +27,27 @@ func testEnv(name string) (string, bool) {
 		"RELAY_TEST_BROKERS": "kafka-1:9092, kafka-2:9092",
 		"RELAY_TEST_WORKERS": "8",
 		"RELAY_TEST_EMPTY":   "",
+		"RELAY_TEST_USER":    "alice",
+		// A secret no error may show, and a broker entry that embeds
+		// it.
+		"RELAY_TEST_PASSWORD":     testPassword,
+		"RELAY_TEST_CREDS_BROKER": "alice:" + testPassword + "@kafka-1:9092",
+		"RELAY_TEST_MISSING_FILE": "testdata/security/missing.key",
 	}[name]
 	return v, ok
 }
 
+const testPassword = "hunter2-s3cret"
+
 func ptr[T any](v T) *T { return &v }
+
+// defaultClient is the client section SetDefaults gives a pipeline that
+// has none.
+var defaultClient = config.Client{
+	RequestTimeout: 10 * time.Second,
+	Producer:       config.ProducerTuning{Compression: "none"},
+	Consumer:       config.ConsumerTuning{FetchMaxBytes: 50 << 20, FetchMaxWait: 500 * time.Millisecond},
+}
 
 // goodFiles holds what each testdata/*.good.yml decodes to.
 var goodFiles = map[string]*config.Pipeline{
@@ -51,6 +67,7 @@ var goodFiles = map[string]*config.Pipeline{
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq"},
 		Batch:      config.Batch{MaxRecords: 500, PollTimeout: time.Second, RenewLocks: ptr(true)},
 		Ledger:     config.Ledger{Topic: "orders-to-jobs.ledger"},
+		Client:     defaultClient,
 	},
 	"full.good.yml": {
 		Name:     "full_pipeline-1.0",
@@ -87,6 +104,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Metrics: config.Metrics{Listen: ":9464"},
 		Ledger:  config.Ledger{Topic: "full.claims", Generation: 3},
+		Client:  defaultClient,
 	},
 	"env.good.yml": {
 		Name:     "env-pipeline",
@@ -108,6 +126,7 @@ var goodFiles = map[string]*config.Pipeline{
 			{Type: "header", Header: "x-env", Value: 8},
 		},
 		Ledger: config.Ledger{Topic: "env-pipeline.ledger"},
+		Client: defaultClient,
 	},
 	"expressions.good.yml": {
 		Name:     "expressions",
@@ -138,6 +157,7 @@ var goodFiles = map[string]*config.Pipeline{
 			{Type: "copy", Topics: []string{"jobs.archive"}},
 		},
 		CEL:    config.CEL{CostLimit: 5000},
+		Client: defaultClient,
 		Ledger: config.Ledger{Topic: "expressions.ledger"},
 	},
 	"anchors.good.yml": {
@@ -160,7 +180,65 @@ var goodFiles = map[string]*config.Pipeline{
 			{Type: "fail", Kind: "retry", Reason: "paper out", When: &transform.Condition{Field: "order_id", Modulo: 7, Remainder: 1}},
 		},
 		Ledger: config.Ledger{Topic: "anchors.ledger"},
+		Client: defaultClient,
 	},
+}
+
+// secured returns the pipeline the security testdata files share, with
+// the given name and sections.
+func secured(name, broker string, tls config.TLS, sasl config.SASL, warnings ...config.Warning) *config.Pipeline {
+	return &config.Pipeline{
+		Name:     name,
+		Brokers:  []string{broker},
+		Delivery: config.ExactlyOnce,
+		Workers:  1,
+		Source: config.Source{
+			Topics:            []string{"orders"},
+			Group:             name,
+			AutoOffsetReset:   "earliest",
+			IsolationLevel:    "read_committed",
+			ManageGroupConfig: ptr(true),
+		},
+		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
+		DeadLetter: config.DeadLetter{Topic: "jobs.dlq"},
+		Batch:      config.Batch{MaxRecords: 500, PollTimeout: time.Second, RenewLocks: ptr(true)},
+		Ledger:     config.Ledger{Topic: name + ".ledger"},
+		TLS:        tls,
+		SASL:       sasl,
+		Client:     defaultClient,
+		Warnings:   warnings,
+	}
+}
+
+func init() {
+	sec := secured("secured", "kafka-1:9093",
+		config.TLS{Enabled: true, CAFile: "testdata/security/ca.pem", CertFile: "testdata/security/client.pem",
+			KeyFile: "testdata/security/client.key", ServerName: "kafka.example.com"},
+		config.SASL{Mechanism: "SCRAM-SHA-512", Username: "alice", Password: testPassword})
+	sec.Client = config.Client{
+		ID: "packers", Rack: "eu-west-1a", RequestTimeout: 30 * time.Second,
+		Producer: config.ProducerTuning{Compression: "zstd", Linger: 5 * time.Millisecond, MaxBatchBytes: 256 << 10},
+		Consumer: config.ConsumerTuning{FetchMaxBytes: 1 << 20, FetchMaxWait: 250 * time.Millisecond},
+	}
+	goodFiles["security.good.yml"] = sec
+	goodFiles["oauth.good.yml"] = secured("oauth", "kafka-1:9093",
+		config.TLS{Enabled: true, InsecureSkipVerify: true},
+		config.SASL{Mechanism: "OAUTHBEARER", TokenURL: "https://idp.example.com/oauth2/token", ClientID: "relay",
+			ClientSecret: testPassword, Scope: "kafka.read kafka.write",
+			Extensions: map[string]string{"logicalCluster": "lkc-123", "identityPoolId": "pool-1"}},
+		config.Warning{File: "testdata/oauth.good.yml", Line: 10, Col: 25, Path: "tls.insecure_skip_verify",
+			Msg: "the brokers' certificates are not verified: anyone between the relay and the brokers can read and change the traffic, credentials included"})
+	goodFiles["plain_without_tls.good.yml"] = secured("plain", "kafka-1:9092",
+		config.TLS{CAFile: "testdata/security/ca.pem"},
+		config.SASL{Mechanism: "PLAIN", Username: "alice", Password: testPassword},
+		config.Warning{File: "testdata/plain_without_tls.good.yml", Line: 9, Col: 12, Path: "tls.enabled",
+			Msg: "TLS is off, so ca_file is ignored: set enabled: true to use TLS"},
+		config.Warning{File: "testdata/plain_without_tls.good.yml", Line: 12, Col: 14, Path: "sasl.mechanism",
+			Msg: "PLAIN without TLS sends the password in clear text: enable tls, or use SCRAM-SHA-512"})
+	goodFiles["token_file.good.yml"] = secured("token-file", "kafka-1:9093", config.TLS{Enabled: true},
+		config.SASL{Mechanism: "OAUTHBEARER", TokenFile: "testdata/security/token"})
+	goodFiles["msk_iam.good.yml"] = secured("msk", "b-1.orders.abc123.c2.kafka.eu-west-1.amazonaws.com:9098",
+		config.TLS{Enabled: true}, config.SASL{Mechanism: "AWS_MSK_IAM", Region: "eu-west-1"})
 }
 
 func TestEveryGoodFileParsesToItsExpectedPipeline(t *testing.T) {
@@ -322,6 +400,7 @@ func bookNest(brokers []string, metrics string) *config.Pipeline {
 		},
 		Metrics: config.Metrics{Listen: metrics},
 		Ledger:  config.Ledger{Topic: "booknest-packing.ledger"},
+		Client:  defaultClient,
 	}
 }
 
@@ -419,7 +498,7 @@ func TestPlainInterpolatedScalarsAreTypedButQuotedOnesStayStrings(t *testing.T) 
 		t.Errorf("workers = %d, want 8", p.Workers)
 	}
 	_, err = config.Parse("p.yml", []byte(base+`workers: "${RELAY_TEST_WORKERS}"`+"\n"), testEnv)
-	if want := `p.yml:6:10: workers: expected an integer, got "8"`; err == nil || err.Error() != want {
+	if want := `p.yml:6:10: workers: expected an integer, got the value of ${RELAY_TEST_WORKERS} in quotes (a string)`; err == nil || err.Error() != want {
 		t.Errorf("quoted interpolation into an integer: %v, want %s", err, want)
 	}
 }

@@ -17,21 +17,30 @@ const (
 	// DefaultLedgerSuffix follows the pipeline name in the default ledger
 	// topic: "<name>.ledger".
 	DefaultLedgerSuffix = ".ledger"
+	// Client tuning; see Client.
+	DefaultRequestTimeout = 10 * time.Second
+	DefaultCompression    = "none"
+	DefaultFetchMaxBytes  = 50 << 20
+	DefaultFetchMaxWait   = 500 * time.Millisecond
 )
 
 // SetDefaults fills in every unset (zero) field that has a default:
 //
-//	delivery                    exactly-once
-//	workers                     1
-//	source.group                <name>
-//	source.auto_offset_reset    earliest
-//	source.isolation_level      read_committed
-//	source.manage_group_config  true
-//	output.transaction_timeout  10s
-//	batch.max_records           500
-//	batch.poll_timeout          1s
-//	batch.renew_locks           true
-//	ledger.topic                <name>.ledger
+//	delivery                         exactly-once
+//	workers                          1
+//	source.group                     <name>
+//	source.auto_offset_reset         earliest
+//	source.isolation_level           read_committed
+//	source.manage_group_config       true
+//	output.transaction_timeout       10s
+//	batch.max_records                500
+//	batch.poll_timeout               1s
+//	batch.renew_locks                true
+//	ledger.topic                     <name>.ledger
+//	client.request_timeout           10s
+//	client.producer.compression      none
+//	client.consumer.fetch_max_bytes  52428800 (50 MiB)
+//	client.consumer.fetch_max_wait   500ms
 //
 // Load and Parse call it for the fields a file leaves out; a field written
 // in the file keeps its value even when it is zero, so that "workers: 0" is
@@ -75,6 +84,10 @@ func (p *Pipeline) setDefaults(explicit func(path string) bool) {
 	if p.Name != "" {
 		str("ledger.topic", &p.Ledger.Topic, p.Name+DefaultLedgerSuffix)
 	}
+	dur("client.request_timeout", &p.Client.RequestTimeout, DefaultRequestTimeout)
+	str("client.producer.compression", &p.Client.Producer.Compression, DefaultCompression)
+	num("client.consumer.fetch_max_bytes", &p.Client.Consumer.FetchMaxBytes, DefaultFetchMaxBytes)
+	dur("client.consumer.fetch_max_wait", &p.Client.Consumer.FetchMaxWait, DefaultFetchMaxWait)
 }
 
 // splitBrokers splits comma-separated entries of p.Brokers

@@ -22,7 +22,9 @@
 //     compiling and type-checking the steps' CEL expressions. An error in
 //     an expression is reported at its line and column within the file
 //     (in a literal or folded block too), not only at the expression's
-//     start.
+//     start. It reads the files the pipeline names (TLS certificates and
+//     keys, an OAUTHBEARER token file), so that a missing or unreadable
+//     one is reported with the rest, but never dials a broker.
 //
 // All problems found by stages 2 to 6 are reported together, as an Errors
 // value whose lines read
@@ -32,6 +34,20 @@
 // ordered by position, where path is the YAML path of the value
 // ("source.topics[0]", "transforms[2].when.modulo"). A missing required
 // field is reported at the key of the mapping that should hold it.
+//
+// The same pass finds warnings: settings that work but weaken the pipeline
+// (PLAIN or OAUTHBEARER without TLS, certificates not verified, TLS
+// settings ignored because TLS is off). They are positioned like errors and
+// returned in Pipeline.Warnings of a valid pipeline, for the caller to
+// print.
+//
+// Secrets stay out of sight. An error about a value read from the
+// environment names the reference instead of the value ("brokers[0]: the
+// value of ${KAFKA_BOOTSTRAP_SERVERS} is not host:port"); credentials
+// embedded in a value written in the file are masked ("[redacted]@host:9092");
+// and the values of Secret fields (sasl.password, sasl.client_secret) never
+// appear in an error, a warning, a log line (Pipeline.LogValue) or a
+// marshalled pipeline.
 //
 // A pipeline built in Go rather than loaded can use SetDefaults and
 // Validate directly; its errors carry a path but no position.

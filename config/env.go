@@ -13,20 +13,18 @@ import (
 //
 // A default runs to the first "}" and is not itself interpolated. Any other
 // "$" is kept as written. expand reports every problem in s, not just the
-// first.
-func expand(s string, env func(string) (string, bool)) (string, []string) {
+// first, and returns the values it took from env (not the defaults), so
+// that errors can keep them out of sight.
+func expand(s string, env func(string) (string, bool)) (val string, used, errs []string) {
 	if !strings.Contains(s, "${") {
-		return s, nil
+		return s, nil, nil
 	}
-	var (
-		b    strings.Builder
-		errs []string
-	)
+	var b strings.Builder
 	for {
 		i := strings.Index(s, "${")
 		if i < 0 {
 			b.WriteString(s)
-			return b.String(), errs
+			return b.String(), used, errs
 		}
 		if i > 0 && s[i-1] == '$' { // "$${": escaped
 			b.WriteString(s[:i-1])
@@ -39,7 +37,7 @@ func expand(s string, env func(string) (string, bool)) (string, []string) {
 		if end < 0 {
 			errs = append(errs, `unterminated "${" (write "$${" for a literal "${")`)
 			b.WriteString(s[i:])
-			return b.String(), errs
+			return b.String(), used, errs
 		}
 		ref := s[i+2 : i+end] // between "${" and "}"
 		s = s[i+end+1:]
@@ -54,6 +52,7 @@ func expand(s string, env func(string) (string, bool)) (string, []string) {
 			b.WriteString(def)
 		case ok:
 			b.WriteString(val)
+			used = append(used, val)
 		default:
 			errs = append(errs, fmt.Sprintf("environment variable %s is not set (write ${%s:-default} to give a default)", name, name))
 		}

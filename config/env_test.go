@@ -33,7 +33,7 @@ func TestExpandInterpolatesTheEnvironment(t *testing.T) {
 		{in: "${}", errs: []string{`invalid variable reference "${}": want ${NAME} or ${NAME:-default}, NAME of letters, digits and _ (write "$${" for a literal "${")`}},
 		{in: "${HOST-x}", errs: []string{`invalid variable reference "${HOST-x}": want ${NAME} or ${NAME:-default}, NAME of letters, digits and _ (write "$${" for a literal "${")`}},
 	} {
-		got, errs := expand(tc.in, env)
+		got, _, errs := expand(tc.in, env)
 		if !slices.Equal(errs, tc.errs) {
 			t.Errorf("expand(%q) errors %q, want %q", tc.in, errs, tc.errs)
 			continue
@@ -41,5 +41,16 @@ func TestExpandInterpolatesTheEnvironment(t *testing.T) {
 		if tc.errs == nil && got != tc.want {
 			t.Errorf("expand(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+func TestExpandReportsTheEnvironmentValuesItUsedButNotTheDefaults(t *testing.T) {
+	env := func(name string) (string, bool) {
+		v, ok := map[string]string{"USER": "alice", "PASS": "s3cret", "EMPTY": ""}[name]
+		return v, ok
+	}
+	_, used, _ := expand("${USER}:${PASS}@${HOST:-kafka}:${EMPTY:-9092}", env)
+	if want := []string{"alice", "s3cret"}; !slices.Equal(used, want) {
+		t.Errorf("used %q, want %q", used, want)
 	}
 }

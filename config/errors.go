@@ -73,3 +73,40 @@ func (es Errors) sort() Errors {
 	})
 	return slices.Compact(es)
 }
+
+// Warning is a setting that works but weakens the pipeline — credentials
+// sent in clear text, certificates not verified, a setting that is
+// ignored. It is positioned like an Error; relay validate and relay run
+// print it without failing.
+type Warning Error
+
+// String formats w as "<file>:<line>:<col>: warning: <path>: <message>".
+func (w Warning) String() string {
+	e := Error(w)
+	e.Msg = "warning: " + e.Msg
+	if e.Path != "" {
+		e.Msg = "warning: " + e.Path + ": " + w.Msg
+		e.Path = ""
+	}
+	return e.Error()
+}
+
+func errorsOf(ws []Warning) Errors {
+	es := make(Errors, len(ws))
+	for i, w := range ws {
+		es[i] = Error(w)
+	}
+	return es
+}
+
+// warnings converts es back; nil when es is empty.
+func warnings(es Errors) []Warning {
+	if len(es) == 0 {
+		return nil
+	}
+	ws := make([]Warning, len(es))
+	for i, e := range es {
+		ws[i] = Warning(e)
+	}
+	return ws
+}

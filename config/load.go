@@ -1,12 +1,14 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,7 +37,7 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (*Pipeline
 		env = func(string) (string, bool) { return "", false }
 	}
 	l := &loader{file: name, env: env, nodes: map[string]nodePos{}, bad: map[string]bool{},
-		lines: strings.Split(string(data), "\n")}
+		lines: strings.Split(string(data), "\n"), fromEnv: map[*yaml.Node]envUse{}}
 
 	root, err := l.parse(data)
 	if err != nil {
@@ -56,23 +58,81 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (*Pipeline
 	}
 	splitBrokers(&p, l)
 	p.setDefaults(l.explicit)
-	v := validator{p: &p, explicit: l.explicit, brokerIndex: l.brokerIndex}
+	v := validator{p: &p, explicit: l.explicit, brokerIndex: l.brokerIndex, envRef: l.envRef}
 	v.validate()
 	for _, e := range v.errs {
 		if l.suppressed(e.path) {
 			continue // a consequence of an error already reported there
 		}
-		line, col := l.position(e.path)
-		if e.line > 0 {
-			line, col = l.within(e.path, e.line, e.col)
-		}
-		l.errs = append(l.errs, Error{File: name, Line: line, Col: col, Path: e.path, Msg: e.msg})
+		l.errs = append(l.errs, l.at(e))
 	}
 	if len(l.errs) > 0 {
-		return nil, l.errs.sort()
+		return nil, l.hideSecrets(l.errs).sort()
 	}
+	for _, w := range v.warns {
+		p.Warnings = append(p.Warnings, Warning(l.at(w)))
+	}
+	p.Warnings = warnings(l.hideSecrets(errorsOf(p.Warnings)).sort())
 	return &p, nil
 }
+
+// at places a validation finding in the file.
+func (l *loader) at(e fieldErr) Error {
+	line, col := l.position(e.path)
+	if e.line > 0 {
+		line, col = l.within(e.path, e.line, e.col)
+	}
+	return Error{File: l.file, Line: line, Col: col, Path: e.path, Msg: e.msg}
+}
+
+// envUse records a scalar whose value was read, at least in part, from
+// the environment.
+type envUse struct {
+	template string   // the scalar as written, "${KAFKA_USER}"
+	values   []string // what the environment gave for it
+}
+
+// envRef returns the text as written of the value at path, if that value
+// was read from the environment — what an error shows instead of the
+// value — and the value. A value reached through an alias is the
+// anchored one.
+func (l *loader) envRef(path string) (ref, val string, ok bool) {
+	n := l.nodes[path].val
+	if n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n == nil {
+		return "", "", false
+	}
+	u, ok := l.fromEnv[n]
+	return u.template, n.Value, ok
+}
+
+// hideSecrets replaces, in every message, each secret the file holds —
+// the values of Secret fields, and what the environment gave for them —
+// with "[redacted]": the last line of defence, for a secret the user also
+// wrote into another field, or a message that quotes more than its value.
+// Secrets shorter than minHiddenSecret are left alone: hiding them would
+// garble every message, and they protect nothing.
+func (l *loader) hideSecrets(es Errors) Errors {
+	return hideSecrets(es, l.secrets)
+}
+
+// hideSecrets replaces each of secrets in the messages of es.
+func hideSecrets(es Errors, secrets []string) Errors {
+	// Longest first, so that a secret containing another is hidden whole.
+	slices.SortFunc(secrets, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	for i := range es {
+		for _, s := range secrets {
+			if len(s) >= minHiddenSecret {
+				es[i].Msg = strings.ReplaceAll(es[i].Msg, s, redacted)
+			}
+		}
+	}
+	return es
+}
+
+const minHiddenSecret = 4
 
 // nodePos remembers where a path is in the file: the mapping key that
 // names it (nil for a list element or the root) and its value.
@@ -92,6 +152,12 @@ type loader struct {
 	brokerIndex []int
 	// lines are the file's lines, to locate a position within a scalar.
 	lines []string
+	// fromEnv holds the scalars interpolated from the environment;
+	// errors name their references instead of their values.
+	fromEnv map[*yaml.Node]envUse
+	// secrets holds the values of the Secret fields, and what the
+	// environment gave for them.
+	secrets []string
 }
 
 var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
@@ -209,12 +275,15 @@ func (l *loader) interpolate(n *yaml.Node, path string) {
 		if !strings.Contains(n.Value, "${") {
 			return
 		}
-		val, errs := expand(n.Value, l.env)
+		val, used, errs := expand(n.Value, l.env)
 		for _, msg := range errs {
 			l.errorAt(n, path, msg)
 		}
 		if len(errs) > 0 {
 			return
+		}
+		if len(used) > 0 {
+			l.fromEnv[n] = envUse{template: n.Value, values: used}
 		}
 		n.Value = val
 		if n.Style&(yaml.TaggedStyle|yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
@@ -248,13 +317,13 @@ func (l *loader) walk(n *yaml.Node, t reflect.Type, path string) {
 		l.leaf(n, t, path)
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
-			l.errorAt(n, path, "expected a mapping, got "+describe(n))
+			l.errorAt(n, path, "expected a mapping, got "+l.describe(n))
 			return
 		}
 		l.walkStruct(n, t, path, map[string]*yaml.Node{})
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			l.errorAt(n, path, "expected a list, got "+describe(n))
+			l.errorAt(n, path, "expected a list, got "+l.describe(n))
 			return
 		}
 		for i, c := range n.Content {
@@ -264,7 +333,7 @@ func (l *loader) walk(n *yaml.Node, t reflect.Type, path string) {
 		}
 	case t.Kind() == reflect.Map:
 		if n.Kind != yaml.MappingNode {
-			l.errorAt(n, path, "expected a mapping, got "+describe(n))
+			l.errorAt(n, path, "expected a mapping, got "+l.describe(n))
 			return
 		}
 		seen := map[string]*yaml.Node{}
@@ -285,6 +354,9 @@ func (l *loader) walk(n *yaml.Node, t reflect.Type, path string) {
 			l.walk(v, t.Elem(), p)
 		}
 	default:
+		if t == secretType && n.Kind == yaml.ScalarNode {
+			l.secrets = append(append(l.secrets, n.Value), l.fromEnv[n].values...)
+		}
 		l.leaf(n, t, path)
 	}
 }
@@ -363,7 +435,7 @@ func (l *loader) walkMerge(v *yaml.Node, t reflect.Type, path string, seen map[s
 func (l *loader) leaf(n *yaml.Node, t reflect.Type, path string) {
 	want := describeType(t)
 	if n.Kind != yaml.ScalarNode {
-		l.errorAt(n, path, "expected "+want+", got "+describe(n))
+		l.errorAt(n, path, "expected "+want+", got "+l.describe(n))
 		return
 	}
 	if t.Kind() == reflect.String {
@@ -380,12 +452,12 @@ func (l *loader) leaf(n *yaml.Node, t reflect.Type, path string) {
 	if err == nil {
 		return
 	}
-	msg := "expected " + want + ", got " + describe(n)
+	msg := "expected " + want + ", got " + l.describe(n)
 	switch tag := n.ShortTag(); {
 	case t == durationType && (tag == "!!int" || tag == "!!float"):
 		msg += " (a duration needs a unit)"
 	case t != durationType && tag == "!!int":
-		msg = fmt.Sprintf("%s is out of range for a %d-bit integer", n.Value, t.Bits())
+		msg = fmt.Sprintf("%s is out of range for a %d-bit integer", l.describe(n), t.Bits())
 	}
 	l.errorAt(n, path, msg)
 }
@@ -624,6 +696,20 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
+// describe names what the node n holds, for "expected X, got Y"
+// messages: as describe does, but a scalar read from the environment is
+// named by its reference, never shown.
+func (l *loader) describe(n *yaml.Node) string {
+	if u, ok := l.fromEnv[n]; ok {
+		ref := u.template
+		if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+			return envValue(ref) + " in quotes (a string)"
+		}
+		return envValue(ref)
+	}
+	return describe(n)
+}
+
 // describe names what a node holds, for "expected X, got Y" messages.
 func describe(n *yaml.Node) string {
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
@@ -636,9 +722,9 @@ func describe(n *yaml.Node) string {
 		return "a list"
 	}
 	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 || n.ShortTag() == "!!str" {
-		return strconv.Quote(n.Value)
+		return strconv.Quote(maskCredentials(n.Value))
 	}
-	return n.Value
+	return maskCredentials(n.Value)
 }
 
 func describeType(t reflect.Type) string {

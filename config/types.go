@@ -36,6 +36,18 @@ type Pipeline struct {
 	CEL        CEL              `yaml:"cel" json:"cel"`
 	Metrics    Metrics          `yaml:"metrics" json:"metrics"`
 	Ledger     Ledger           `yaml:"ledger" json:"ledger"`
+
+	// TLS and SASL secure every connection to the brokers; Client tunes
+	// the Kafka clients. The relay gives every client it makes the same
+	// settings (see internal/kafkaopts).
+	TLS    TLS    `yaml:"tls" json:"tls"`
+	SASL   SASL   `yaml:"sasl" json:"sasl"`
+	Client Client `yaml:"client" json:"client"`
+
+	// Warnings are what Parse or Validate found questionable but not
+	// wrong — credentials sent in clear text, certificates not verified
+	// — for the caller to print. They are not read from the file.
+	Warnings []Warning `yaml:"-" json:"-"`
 }
 
 // Source is where records come from: one or more topics read through a

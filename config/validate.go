@@ -35,17 +35,24 @@ var (
 // problems at once as an Errors value (nil when p is valid). It does not
 // apply defaults: call SetDefaults first for a Pipeline built in Go. The
 // errors carry the YAML path of each field but no file position.
+//
+// Validate also sets p.Warnings to the warnings found, when there is no
+// error.
 func (p *Pipeline) Validate() error {
 	v := validator{p: p, explicit: func(string) bool { return false }}
 	v.validate()
-	if len(v.errs) == 0 {
-		return nil
+	toErrors := func(fs []fieldErr) Errors {
+		es := make(Errors, len(fs))
+		for i, e := range fs {
+			es[i] = Error{Path: e.path, Msg: e.msg}
+		}
+		return hideSecrets(es, p.secrets()).sort()
 	}
-	errs := make(Errors, len(v.errs))
-	for i, e := range v.errs {
-		errs[i] = Error{Path: e.path, Msg: e.msg}
+	if len(v.errs) > 0 {
+		return toErrors(v.errs)
 	}
-	return errs.sort()
+	p.Warnings = warnings(toErrors(v.warns))
+	return nil
 }
 
 // fieldErr is one problem at a YAML path. line and col, when not 0, locate
@@ -63,11 +70,56 @@ type validator struct {
 	// brokerIndex maps p.Brokers indexes to YAML list indexes (nil:
 	// identity).
 	brokerIndex []int
-	errs        []fieldErr
+	// envRef returns the text as written and the value of a scalar read
+	// from the environment (nil: none was).
+	envRef func(path string) (ref, val string, ok bool)
+	errs   []fieldErr
+	warns  []fieldErr
 }
 
 func (v *validator) add(path, format string, args ...any) {
 	v.errs = append(v.errs, fieldErr{path: path, msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) warn(path, format string, args ...any) {
+	v.warns = append(v.warns, fieldErr{path: path, msg: fmt.Sprintf(format, args...)})
+}
+
+// show is how a message names the value s found at path: quoted, with
+// credentials it embeds masked ("[redacted]@host:9092"), or — when the
+// value was read from the environment — by the reference it was read
+// through, never the value itself: an environment variable may hold a
+// secret, and errors end up in CI logs and tickets.
+func (v *validator) show(path, s string) string {
+	if v.envRef != nil {
+		if ref, _, ok := v.envRef(path); ok {
+			return envValue(ref)
+		}
+	}
+	return strconv.Quote(maskCredentials(s))
+}
+
+// showAny is show for a value of any type, printed with %v.
+func (v *validator) showAny(path string, x any) string {
+	if v.envRef != nil {
+		if ref, _, ok := v.envRef(path); ok {
+			return envValue(ref)
+		}
+	}
+	if d, ok := x.(time.Duration); ok {
+		return d.String()
+	}
+	return fmt.Sprint(x)
+}
+
+// envValue names the value of a scalar written as ref and read from the
+// environment: "the value of ${KAFKA_BOOTSTRAP_SERVERS}", or "the value of
+// "${USER}@${HOST}"" when there is more to it than one reference.
+func envValue(ref string) string {
+	if strings.HasPrefix(ref, "${") && strings.Index(ref, "}") == len(ref)-1 {
+		return "the value of " + ref
+	}
+	return "the value of " + strconv.Quote(ref)
 }
 
 func (v *validator) validate() {
@@ -77,7 +129,7 @@ func (v *validator) validate() {
 	case p.Name == "":
 		v.add("name", "required: the pipeline's name, of letters, digits and . _ -")
 	case !nameRE.MatchString(p.Name):
-		v.add("name", "%q may only hold letters, digits and . _ -", p.Name)
+		v.add("name", "%s may only hold letters, digits and . _ -", v.show("name", p.Name))
 	}
 
 	if len(p.Brokers) == 0 {
@@ -88,39 +140,42 @@ func (v *validator) validate() {
 		if v.brokerIndex != nil {
 			path = "brokers[" + strconv.Itoa(v.brokerIndex[i]) + "]"
 		}
-		if msg := checkHostPort(b, true); msg != "" {
+		if msg := checkHostPort(b, v.show(path, b), true); msg != "" {
 			v.add(path, "%s", msg)
 		}
 	}
 
 	if p.Delivery != AtLeastOnce && p.Delivery != ExactlyOnce {
-		v.add("delivery", "must be %s or %s, got %q", ExactlyOnce, AtLeastOnce, p.Delivery)
+		v.add("delivery", "must be %s or %s, got %s", ExactlyOnce, AtLeastOnce, v.show("delivery", p.Delivery))
 	}
 	if p.Workers < 1 || p.Workers > MaxWorkers {
-		v.add("workers", "must be between 1 and %d, got %d", MaxWorkers, p.Workers)
+		v.add("workers", "must be between 1 and %d, got %s", MaxWorkers, v.showAny("workers", p.Workers))
 	}
 
 	v.source()
 	v.outputs()
 
 	if b := p.Batch; b.MaxRecords < 1 || b.MaxRecords > MaxMaxRecords {
-		v.add("batch.max_records", "must be between 1 and %d, got %d", MaxMaxRecords, b.MaxRecords)
+		v.add("batch.max_records", "must be between 1 and %d, got %s", MaxMaxRecords, v.showAny("batch.max_records", b.MaxRecords))
 	}
 	if p.Batch.PollTimeout <= 0 {
-		v.add("batch.poll_timeout", "must be greater than 0, got %s", p.Batch.PollTimeout)
+		v.add("batch.poll_timeout", "must be greater than 0, got %s", v.showAny("batch.poll_timeout", p.Batch.PollTimeout))
 	}
 	if p.Metrics.Listen != "" {
-		if msg := checkHostPort(p.Metrics.Listen, false); msg != "" {
+		if msg := checkHostPort(p.Metrics.Listen, v.show("metrics.listen", p.Metrics.Listen), false); msg != "" {
 			v.add("metrics.listen", "%s", msg)
 		}
 	}
 	if p.Ledger.Generation < 0 {
-		v.add("ledger.generation", "must be 0 or more, got %d", p.Ledger.Generation)
+		v.add("ledger.generation", "must be 0 or more, got %s", v.showAny("ledger.generation", p.Ledger.Generation))
 	}
 	if n := p.CEL.CostLimit; n < 0 || n > transform.MaxCostLimit || n == 0 && v.explicit("cel.cost_limit") {
 		v.add("cel.cost_limit", "must be between 1 and %d, got %d (leave it out for the default, %d)", transform.MaxCostLimit, n, transform.DefaultCostLimit)
 	}
 	v.transforms()
+	v.tls()
+	v.sasl()
+	v.client()
 }
 
 func (v *validator) source() {
@@ -131,12 +186,12 @@ func (v *validator) source() {
 	first := map[string]int{}
 	for i, t := range s.Topics {
 		path := fmt.Sprintf("source.topics[%d]", i)
-		if msg := checkTopic(t); msg != "" {
+		if msg := checkTopic(t, v.show(path, t)); msg != "" {
 			v.add(path, "%s", msg)
 			continue
 		}
 		if j, dup := first[t]; dup {
-			v.add(path, "duplicate topic %q (also source.topics[%d])", t, j)
+			v.add(path, "duplicate topic %s (also source.topics[%d])", v.show(path, t), j)
 			continue
 		}
 		first[t] = i
@@ -160,10 +215,10 @@ func (v *validator) source() {
 		}
 	}
 	if s.AutoOffsetReset != "earliest" && s.AutoOffsetReset != "latest" {
-		v.add("source.auto_offset_reset", "must be earliest or latest, got %q", s.AutoOffsetReset)
+		v.add("source.auto_offset_reset", "must be earliest or latest, got %s", v.show("source.auto_offset_reset", s.AutoOffsetReset))
 	}
 	if s.IsolationLevel != "read_committed" && s.IsolationLevel != "read_uncommitted" {
-		v.add("source.isolation_level", "must be read_committed or read_uncommitted, got %q", s.IsolationLevel)
+		v.add("source.isolation_level", "must be read_committed or read_uncommitted, got %s", v.show("source.isolation_level", s.IsolationLevel))
 	}
 }
 
@@ -174,31 +229,31 @@ func (v *validator) outputs() {
 	isSource := func(t string) bool { return slices.Contains(p.Source.Topics, t) }
 
 	out := p.Output.Topic
-	switch msg := checkTopic(out); {
+	switch msg := checkTopic(out, v.show("output.topic", out)); {
 	case out == "":
 		v.add("output.topic", "required: the topic transformed records are written to")
 	case msg != "":
 		v.add("output.topic", "%s", msg)
 	case isSource(out):
-		v.add("output.topic", "%q is also a source topic: the pipeline would consume its own output", out)
+		v.add("output.topic", "%s is also a source topic: the pipeline would consume its own output", v.show("output.topic", out))
 	}
 	if t := p.Output.TransactionTimeout; t < MinTransactionTimeout || t > MaxTransactionTimeout {
-		v.add("output.transaction_timeout", "must be between %s and %s, got %s", MinTransactionTimeout, shortDuration(MaxTransactionTimeout), t)
+		v.add("output.transaction_timeout", "must be between %s and %s, got %s", MinTransactionTimeout, shortDuration(MaxTransactionTimeout), v.showAny("output.transaction_timeout", t))
 	}
 
 	dlq := p.DeadLetter.Topic
-	switch msg := checkTopic(dlq); {
+	switch msg := checkTopic(dlq, v.show("dead_letter.topic", dlq)); {
 	case dlq == "":
 		v.add("dead_letter.topic", "required: the topic failed records are written to")
 	case msg != "":
 		v.add("dead_letter.topic", "%s", msg)
 	case isSource(dlq):
-		v.add("dead_letter.topic", "%q is also a source topic: failed records would be consumed again", dlq)
+		v.add("dead_letter.topic", "%s is also a source topic: failed records would be consumed again", v.show("dead_letter.topic", dlq))
 	case dlq == out:
-		v.add("dead_letter.topic", "%q is also output.topic: failed records must not mix with good ones", dlq)
+		v.add("dead_letter.topic", "%s is also output.topic: failed records must not mix with good ones", v.show("dead_letter.topic", dlq))
 	}
 	if n := p.DeadLetter.MaxAttempts; n < 0 || n > MaxDeadLetterAttempts {
-		v.add("dead_letter.max_attempts", "must be between 0 (use the group's delivery count limit) and %d (the broker's maximum), got %d", MaxDeadLetterAttempts, n)
+		v.add("dead_letter.max_attempts", "must be between 0 (use the group's delivery count limit) and %d (the broker's maximum), got %s", MaxDeadLetterAttempts, v.showAny("dead_letter.max_attempts", n))
 	}
 
 	// The default ledger topic is only checked when the name it is built
@@ -207,13 +262,13 @@ func (v *validator) outputs() {
 	if !v.explicit("ledger.topic") && !nameRE.MatchString(p.Name) {
 		return
 	}
-	switch msg := checkTopic(led); {
+	switch msg := checkTopic(led, v.show("ledger.topic", led)); {
 	case led == "":
 		v.add("ledger.topic", "must not be empty")
 	case msg != "":
 		v.add("ledger.topic", "%s", msg)
 	case isSource(led) || led == out || led == dlq:
-		v.add("ledger.topic", "%q is also a source, output or dead-letter topic; the ledger needs a topic of its own", led)
+		v.add("ledger.topic", "%s is also a source, output or dead-letter topic; the ledger needs a topic of its own", v.show("ledger.topic", led))
 	}
 }
 
@@ -226,18 +281,18 @@ func (v *validator) transforms() {
 			if fe.Path != "" {
 				path += "." + fe.Path
 			}
-			v.errs = append(v.errs, fieldErr{path: path, msg: fe.Msg, line: fe.Line, col: fe.Col})
+			v.errs = append(v.errs, fieldErr{path: path, msg: v.hideEnvValue(path, fe.Msg), line: fe.Line, col: fe.Col})
 		}
 		// The topics a step sends records to are topics the pipeline
 		// writes to, like output.topic.
 		routeTopic := func(path, t string) {
-			switch msg := checkTopic(t); {
+			switch msg := checkTopic(t, v.show(path, t)); {
 			case msg != "":
 				v.add(path, "%s", msg)
 			case slices.Contains(p.Source.Topics, t):
-				v.add(path, "%q is also a source topic: the pipeline would consume its own output", t)
+				v.add(path, "%s is also a source topic: the pipeline would consume its own output", v.show(path, t))
 			case t == p.DeadLetter.Topic:
-				v.add(path, "%q is the dead-letter topic: failed records must not mix with good ones", t)
+				v.add(path, "%s is the dead-letter topic: failed records must not mix with good ones", v.show(path, t))
 			}
 		}
 		for _, t := range s.Targets() {
@@ -246,39 +301,81 @@ func (v *validator) transforms() {
 	}
 }
 
-// checkTopic returns why t is not a legal Kafka topic name, or "".
-func checkTopic(t string) string {
+// hideEnvValue keeps the value at path out of msg, a message written by
+// another package about that value, when the value was read from the
+// environment: its quoted form, then any occurrence of it standing alone,
+// is replaced by its reference.
+func (v *validator) hideEnvValue(path, msg string) string {
+	if v.envRef == nil {
+		return msg
+	}
+	ref, val, ok := v.envRef(path)
+	if !ok || val == "" {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, strconv.Quote(val), envValue(ref))
+	return replaceWord(msg, val, envValue(ref))
+}
+
+// replaceWord replaces each occurrence of old in s that is not part of a
+// longer word or number.
+func replaceWord(s, old, new string) string {
+	isWord := func(b byte) bool {
+		return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, old)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		end := i + len(old)
+		if (i > 0 && isWord(s[i-1])) || (end < len(s) && isWord(s[end])) {
+			b.WriteString(s[:end])
+		} else {
+			b.WriteString(s[:i])
+			b.WriteString(new)
+		}
+		s = s[end:]
+	}
+}
+
+// checkTopic returns why t is not a legal Kafka topic name, or "". shown
+// is how to name t (see validator.show).
+func checkTopic(t, shown string) string {
 	switch {
 	case t == "":
 		return "a topic name must not be empty"
 	case t == "." || t == "..":
-		return fmt.Sprintf("%q is not a legal topic name", t)
+		return fmt.Sprintf("%s is not a legal topic name", shown)
 	case len(t) > MaxTopicLength:
 		return fmt.Sprintf("topic name is %d characters long; Kafka allows at most %d", len(t), MaxTopicLength)
 	case !topicRE.MatchString(t):
-		return fmt.Sprintf("topic %q may only hold letters, digits and . _ -", t)
+		return fmt.Sprintf("topic %s may only hold letters, digits and . _ -", shown)
 	}
 	return ""
 }
 
 // checkHostPort returns why s is not host:port, or "". The host may be
-// empty (all interfaces) unless needHost.
-func checkHostPort(s string, needHost bool) string {
+// empty (all interfaces) unless needHost. shown is how to name s (see
+// validator.show).
+func checkHostPort(s, shown string, needHost bool) string {
 	if s == "" {
 		return "must not be empty: want host:port"
 	}
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
-		return fmt.Sprintf("%q is not host:port", s)
+		return fmt.Sprintf("%s is not host:port", shown)
 	}
 	if needHost && host == "" {
-		return fmt.Sprintf("%q has no host: want host:port", s)
+		return fmt.Sprintf("%s has no host: want host:port", shown)
 	}
 	if strings.ContainsAny(host, " /") {
-		return fmt.Sprintf("%q has an invalid host", s)
+		return fmt.Sprintf("%s has an invalid host", shown)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return fmt.Sprintf("%q has an invalid port: want 1 to 65535", s)
+		return fmt.Sprintf("%s has an invalid port: want 1 to 65535", shown)
 	}
 	return ""
 }

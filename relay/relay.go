@@ -21,6 +21,7 @@ import (
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/internal/kafkaerr"
+	"github.com/sharerelay/sharerelay/internal/kafkaopts"
 	"github.com/sharerelay/sharerelay/metrics"
 	"github.com/sharerelay/sharerelay/transform"
 	"github.com/sharerelay/sharerelay/txn"
@@ -42,8 +43,9 @@ type Options struct {
 	// Chain, when set, replaces the chain built from Pipeline.Transforms:
 	// for embedding the relay with transforms written in Go.
 	Chain *transform.Chain
-	// ClientOpts are added to every Kafka client the relay creates (for
-	// example a dialer for fault injection, or TLS/SASL).
+	// ClientOpts are added to every Kafka client the relay creates, after
+	// the options the pipeline configures (brokers, TLS, SASL, tuning; see
+	// internal/kafkaopts): for example hooks for fault injection.
 	ClientOpts []kgo.Opt
 	// WrapGuard, when set, wraps the delivery protocol's Guard of each
 	// worker (for example to time it); the protocol itself is always
@@ -67,7 +69,8 @@ type Relay struct {
 	log    *slog.Logger
 	limits limits
 	health *health
-	ledger *eos.Ledger // delivery: exactly-once
+	kafka  *kafkaopts.Options // every client's options
+	ledger *eos.Ledger        // delivery: exactly-once
 	// sizes are the topics' max.message.bytes, refreshed while running.
 	sizes atomic.Pointer[map[string]int]
 }
@@ -111,6 +114,10 @@ func New(opts Options) (*Relay, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	kafka, err := kafkaopts.New(opts.Pipeline)
+	if err != nil {
+		return nil, fmt.Errorf("relay: pipeline %s: %w", opts.Pipeline.Name, err)
+	}
 	log = log.With("pipeline", opts.Pipeline.Name, "instance", opts.Instance)
 	m := metrics.New(reg, opts.Pipeline.Name)
 	return &Relay{
@@ -120,6 +127,7 @@ func New(opts Options) (*Relay, error) {
 		m:      m,
 		log:    log,
 		health: newHealth(log, m),
+		kafka:  kafka,
 	}, nil
 }
 
@@ -135,11 +143,6 @@ func (r *Relay) Metrics() *metrics.Metrics { return r.m }
 // stable per pipeline, instance and worker.
 func (r *Relay) TransactionalID(i int) string {
 	return fmt.Sprintf("sharerelay-%s-%s-%d", r.p.Name, r.opts.Instance, i)
-}
-
-func (r *Relay) clientOpts(extra ...kgo.Opt) []kgo.Opt {
-	opts := append([]kgo.Opt{kgo.SeedBrokers(r.p.Brokers...)}, r.opts.ClientOpts...)
-	return append(opts, extra...)
 }
 
 // Run checks the cluster, sets the share group's configs, starts the workers
@@ -352,7 +355,7 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
-	r.sizes.Store(&sizes)
+	r.storeSizes(sizes)
 	r.log.Info("largest record batches the topics take (max.message.bytes)", "bytes", sizes)
 
 	if r.p.Source.ManageGroupConfig == nil || *r.p.Source.ManageGroupConfig {
@@ -423,7 +426,7 @@ func (r *Relay) refreshLimits(ctx context.Context, interval time.Duration) error
 			r.setLimits(l)
 		}
 		if sizes, err := maxMessageBytes(ctx, kadm.NewClient(cl), r.p.OutputTopics()); err == nil {
-			r.sizes.Store(&sizes)
+			r.storeSizes(sizes)
 		}
 		return nil
 	})
@@ -454,7 +457,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 			TransactionTimeout: r.p.Output.TransactionTimeout,
 			ClientID:           txnID,
 			MaxBatchBytes:      r.maxBatch(),
-			Extra:              r.opts.ClientOpts,
+			Extra:              r.clientOpts(),
 		})
 	}
 	var prod *txn.Producer

@@ -58,16 +58,17 @@ type Config struct {
 	// TransactionTimeout is the coordinator's timeout for an open
 	// transaction; after it the coordinator aborts it.
 	TransactionTimeout time.Duration
-	// ClientID is reported to brokers.
+	// ClientID is reported to brokers, unless Extra sets one.
 	ClientID string
 	// MaxBatchBytes caps a record batch before compression (default
 	// franz-go's 1,000,012). Set it to the smallest max.message.bytes of
 	// the topics written, so a record too large for a topic is refused by
 	// the client, alone, instead of failing a whole batch at the broker.
 	MaxBatchBytes int32
-	// Extra options, e.g. a dialer for fault injection or a logger. They
-	// are applied before the options this package enforces, so they
-	// cannot weaken acks or idempotence.
+	// Extra options, e.g. TLS and SASL, tuning (compression, linger), a
+	// dialer for fault injection or a logger. They override ClientID and
+	// the default linger of 0, and are applied before the options this
+	// package enforces, so they cannot weaken acks or idempotence.
 	Extra []kgo.Opt
 }
 
@@ -85,18 +86,21 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 	if cfg.TransactionalID == "" {
 		return nil, errors.New("txn: transactional id is required")
 	}
-	opts := append([]kgo.Opt{}, cfg.Extra...)
+	// Defaults Extra may override: neither touches what a transaction
+	// guarantees.
+	opts := []kgo.Opt{kgo.ProducerLinger(0)}
+	if cfg.ClientID != "" {
+		opts = append(opts, kgo.ClientID(cfg.ClientID))
+	}
+	opts = append(opts, cfg.Extra...)
+	// Enforced.
 	opts = append(opts,
 		kgo.SeedBrokers(cfg.Seeds...),
 		kgo.TransactionalID(cfg.TransactionalID),
 		kgo.TransactionTimeout(cfg.TransactionTimeout),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(0),
 		kgo.RecordRetries(10), // bounded: a stuck produce must fail the txn, not hang it
 	)
-	if cfg.ClientID != "" {
-		opts = append(opts, kgo.ClientID(cfg.ClientID))
-	}
 	if cfg.MaxBatchBytes > 0 {
 		opts = append(opts, kgo.ProducerBatchMaxBytes(cfg.MaxBatchBytes))
 	}

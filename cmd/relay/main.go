@@ -1,10 +1,15 @@
 // Command relay runs a sharerelay pipeline.
 //
-//	relay run -c configs/<pipeline>.yaml [--instance NAME]
+//	relay run -c configs/<pipeline>.yaml [--instance NAME] [--log-format text|json]
 //	relay validate <file>...
 //	relay test [-v] <pipeline.yaml> [tests.yaml...]
 //	relay verify -c configs/<pipeline>.yaml [--json]
 //	relay demo
+//	relay version
+//
+// run logs, once at start, the build and the effective configuration with
+// its secrets redacted, then the configuration's warnings; validate prints
+// the warnings too, without failing.
 //
 // run stops cleanly on SIGTERM or SIGINT: it stops polling, lets the batch in
 // flight commit or abort, releases whatever was not committed, leaves the
@@ -33,11 +38,12 @@ import (
 )
 
 const usage = `usage:
-  relay run -c <pipeline.yaml> [--instance NAME] [--log-level info]
+  relay run -c <pipeline.yaml> [--instance NAME] [--log-level info] [--log-format text|json]
   relay validate <pipeline.yaml>...
   relay test [-v] <pipeline.yaml> [tests.yaml...]
   relay verify -c <pipeline.yaml> [--json] [--timeout 5m]
   relay demo
+  relay version
 `
 
 func main() {
@@ -60,6 +66,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdDemo(args[1:], stdout, stderr)
 	case "verify":
 		return cmdVerify(args[1:], stdout, stderr)
+	case "version", "--version":
+		readBuildVersion().print(stdout)
+		return 0
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -90,12 +99,28 @@ func signalContext(log *slog.Logger) (context.Context, func()) {
 	return ctx, func() { signal.Stop(sigs); close(sigs); cancel() }
 }
 
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+// newLogger returns a logger writing to w at level, as logfmt text or as
+// one JSON object a line (format "text" or "json").
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: %q is not text or json", format)
+}
+
+// logWarnings logs the configuration's warnings, one line each.
+func logWarnings(log *slog.Logger, p *config.Pipeline) {
+	for _, w := range p.Warnings {
+		log.Warn("pipeline config warning", "path", w.Path, "at", fmt.Sprintf("%s:%d:%d", w.File, w.Line, w.Col), "warning", w.Msg)
+	}
 }
 
 func cmdRun(args []string, stderr io.Writer) int {
@@ -104,6 +129,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 	cfgPath := fs.String("c", "", "pipeline config file (YAML)")
 	instance := fs.String("instance", "", "this instance's stable name (default $RELAY_INSTANCE, else the host name)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	format := fs.String("log-format", "text", "log format: text (logfmt) or json")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -111,7 +137,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "relay run: -c <pipeline.yaml> is required")
 		return 2
 	}
-	log, err := newLogger(stderr, *level)
+	log, err := newLogger(stderr, *level, *format)
 	if err != nil {
 		fmt.Fprintln(stderr, "relay run:", err)
 		return 2
@@ -130,6 +156,8 @@ func cmdRun(args []string, stderr io.Writer) int {
 			return 2
 		}
 	}
+	log.Info("relay starting", append(readBuildVersion().logAttrs(), "instance", *instance, "config", p)...)
+	logWarnings(log, p)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -180,9 +208,17 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	}
 	status := 0
 	for _, path := range args {
-		if _, err := config.Load(path); err != nil {
+		p, err := config.Load(path)
+		if err != nil {
 			fmt.Fprintln(stderr, err)
 			status = 1
+			continue
+		}
+		for _, w := range p.Warnings {
+			fmt.Fprintln(stderr, w)
+		}
+		if n := len(p.Warnings); n > 0 {
+			fmt.Fprintf(stdout, "%s: ok, %d %s\n", path, n, plural(n, "warning", "warnings"))
 			continue
 		}
 		fmt.Fprintf(stdout, "%s: ok\n", path)
@@ -197,7 +233,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	log, err := newLogger(stderr, *level)
+	log, err := newLogger(stderr, *level, "text")
 	if err != nil {
 		fmt.Fprintln(stderr, "relay demo:", err)
 		return 2
@@ -209,4 +245,11 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

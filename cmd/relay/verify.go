@@ -14,6 +14,7 @@ import (
 
 	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/internal/kafkaopts"
 	"github.com/sharerelay/sharerelay/transform"
 )
 
@@ -37,9 +38,17 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
+	for _, w := range p.Warnings {
+		fmt.Fprintln(stderr, w)
+	}
+	kafka, err := kafkaopts.New(p)
+	if err != nil {
+		fmt.Fprintln(stderr, "relay verify:", err)
+		return 2
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	rep, err := audit.Verify(ctx, VerifyConfigFor(p))
+	rep, err := audit.Verify(ctx, VerifyConfigFor(p, kafka.Opts()))
 	if err != nil {
 		fmt.Fprintln(stderr, "relay verify:", err)
 		return 2
@@ -62,8 +71,9 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 
 // VerifyConfigFor derives what to audit from a pipeline: its sources (read
 // with the group's isolation level), every topic a route may write to, the
-// dead-letter topic and the share group.
-func VerifyConfigFor(p *config.Pipeline) audit.VerifyConfig {
+// dead-letter topic and the share group. clientOpts are the pipeline's
+// client options (kafkaopts), so that the audit connects as the relay does.
+func VerifyConfigFor(p *config.Pipeline, clientOpts []kgo.Opt) audit.VerifyConfig {
 	var outputs []string
 	for _, t := range p.OutputTopics() {
 		if t != p.DeadLetter.Topic {
@@ -78,7 +88,7 @@ func VerifyConfigFor(p *config.Pipeline) audit.VerifyConfig {
 	return audit.VerifyConfig{
 		Ledger:          ledger,
 		Generation:      int64(p.Ledger.Generation),
-		ClientOpts:      []kgo.Opt{kgo.SeedBrokers(p.Brokers...)},
+		ClientOpts:      clientOpts,
 		Sources:         p.Source.Topics,
 		SourceCommitted: p.Source.IsolationLevel != "read_uncommitted",
 		Outputs:         outputs,

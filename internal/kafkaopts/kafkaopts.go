@@ -1,0 +1,129 @@
+package kafkaopts
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sharerelay/sharerelay/config"
+)
+
+// Options are the client options of one pipeline.
+type Options struct {
+	common   []kgo.Opt
+	codec    kgo.CompressionCodec
+	override []kgo.Opt
+}
+
+// New builds the client options of pipeline p, which must be valid
+// (config.Load). It reads the TLS files and sets up the SASL mechanism now,
+// so that a file that became unreadable since validation, or an AWS
+// configuration that cannot be loaded, fails here, before any client is
+// made; OAUTHBEARER tokens and AWS credentials are fetched when a
+// connection authenticates. New dials no broker.
+func New(p *config.Pipeline) (*Options, error) {
+	o := &Options{common: []kgo.Opt{kgo.SeedBrokers(p.Brokers...)}}
+	tc, err := TLSConfig(p.TLS)
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		o.common = append(o.common, kgo.DialTLSConfig(tc))
+	}
+	mech, err := Mechanism(p.SASL)
+	if err != nil {
+		return nil, err
+	}
+	if mech != nil {
+		o.common = append(o.common, kgo.SASL(mech))
+	}
+	c := p.Client
+	o.common = append(o.common, kgo.RequestTimeoutOverhead(c.RequestTimeout))
+	if c.Rack != "" {
+		o.common = append(o.common, kgo.Rack(c.Rack))
+	}
+	if o.codec, err = compression(c.Producer.Compression); err != nil {
+		return nil, err
+	}
+	o.common = append(o.common,
+		kgo.ProducerLinger(c.Producer.Linger),
+		// At most 100 MiB (validated): franz-go's largest response.
+		kgo.FetchMaxBytes(int32(c.Consumer.FetchMaxBytes)),
+		kgo.FetchMaxWait(c.Consumer.FetchMaxWait),
+	)
+	if c.ID != "" {
+		o.override = append(o.override, kgo.ClientID(c.ID))
+	}
+	return o, nil
+}
+
+// Opts returns the options for one client: the pipeline's, then extra
+// (this client's own, such as a share group, a client id or a fault
+// injection hook), then client.id when the pipeline sets one, which names
+// every client so that one quota covers the relay.
+//
+// TLS uses kgo.DialTLSConfig, which franz-go refuses to combine with
+// kgo.Dialer: a caller that needs its own dialer on a TLS pipeline must
+// wrap a tls.Dialer itself.
+func (o *Options) Opts(extra ...kgo.Opt) []kgo.Opt {
+	// A new compression option for each client: franz-go keeps the
+	// option's slice of codecs and rewrites it in place while creating
+	// a client, so clients created at once must not share one.
+	return slices.Concat(o.common, []kgo.Opt{kgo.ProducerBatchCompression(o.codec)}, extra, o.override)
+}
+
+// TLSConfig returns the TLS configuration of t, or nil when t is not
+// enabled. It reads the CA and client certificate files.
+func TLSConfig(t config.TLS) (*tls.Config, error) {
+	if !t.Enabled {
+		return nil, nil
+	}
+	c := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		ServerName:         t.ServerName, // empty: the broker's host name, set per dial by franz-go
+		InsecureSkipVerify: t.InsecureSkipVerify,
+	}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls.ca_file: %s holds no PEM certificate", t.CAFile)
+		}
+		c.RootCAs = pool
+	}
+	if t.CertFile != "" || t.KeyFile != "" {
+		if t.CertFile == "" || t.KeyFile == "" {
+			return nil, errors.New("tls: cert_file and key_file go together")
+		}
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls.cert_file, tls.key_file: %w", err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
+}
+
+func compression(name string) (kgo.CompressionCodec, error) {
+	switch name {
+	case "none", "":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("client.producer.compression: unknown codec %q", name)
+}
