@@ -7,12 +7,15 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sharerelay/sharerelay/audit"
+	"github.com/sharerelay/sharerelay/integration/harness"
 	"github.com/sharerelay/sharerelay/internal/failpoint"
 	"github.com/sharerelay/sharerelay/lineage"
 )
@@ -512,6 +515,229 @@ func TestChaosBrokerKillDuringCommits(t *testing.T) {
 	s.removeToxic(1, "endtxn-cut")
 	s.count(func(r *result) { r.Toxics[toxEndTxnCut] = int(cutsDone.Load() - cuts0) })
 	s.finish()
+}
+
+// 12. TestChaosOversized: a few percent of the orders (every 40th) carry
+// 6 KB of incompressible padding while the output topic takes batches of
+// at most 3,000 bytes; the relays are SIGKILLed now and then. Every
+// oversized order must be dead-lettered once (kind write) without
+// spending its deliveries, every other order written once.
+func TestChaosOversized(t *testing.T) {
+	n := recordsDefault()
+	pad := func(i int) int {
+		if i%40 == 0 {
+			return 6000
+		}
+		return 0
+	}
+	s := newScenario(t, 0, opts{Transforms: work, Pad: pad, OutputMaxBytes: 3000, WantDLQ: n / 40,
+		Env: func(int, int) []string { return widen }})
+	s.seedAll()
+	s.startAll()
+	s.waitProgress(0.1, 2*time.Minute)
+	s.faultsUntil(0.8, 3*time.Minute, func(int) {
+		s.killRelay(s.intn(len(s.relays)), s.between(0, 2*time.Second))
+		s.sleep(s.between(5*time.Second, 10*time.Second))
+	})
+	s.finish(func(*audit.Report) []string { return s.checkOversized(n) })
+}
+
+// checkOversized reads the dead letters: exactly the padded orders, each
+// once, of kind write.
+func (s *scenario) checkOversized(n int) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	got := map[int]string{}
+	var problems []string
+	err := readTopic(ctx, s.env.direct, s.p.DeadLetter, func(r *kgo.Record) {
+		var v struct {
+			OrderID int `json:"order_id"`
+		}
+		if err := json.Unmarshal(r.Value, &v); err != nil {
+			problems = append(problems, fmt.Sprintf("dead letter at %d: %v", r.Offset, err))
+			return
+		}
+		for _, h := range r.Headers {
+			if h.Key == lineage.HeaderDLQKind {
+				got[v.OrderID] = string(h.Value)
+			}
+		}
+	})
+	if err != nil {
+		return append(problems, err.Error())
+	}
+	wrong := 0
+	for i := 1; i <= n; i++ {
+		k, ok := got[i]
+		if want := i%40 == 0; ok != want || ok && k != lineage.DLQKindWrite {
+			wrong++
+		}
+	}
+	if wrong > 0 {
+		problems = append(problems, fmt.Sprintf("%d orders wrongly (not) dead-lettered as too large", wrong))
+	}
+	s.t.Logf("dead letters: %d, exactly the oversized orders, all of kind write", len(got))
+	return problems
+}
+
+// readTopic reads every record of topic read_committed up to its end.
+func readTopic(ctx context.Context, seeds []string, topic string, f func(*kgo.Record)) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords()) // the last offset may be a marker
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return err
+	}
+	left := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			left[o.Partition] = o.Offset
+		}
+	})
+	for len(left) > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("reading %s: %w", topic, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if end, ok := left[r.Partition]; ok && r.Offset >= end-1 {
+				delete(left, r.Partition)
+			}
+			if !r.Attrs.IsControl() {
+				f(r)
+			}
+		})
+	}
+	return nil
+}
+
+// 13. TestChaosTopicChurn: the output topic is deleted under the running
+// relays and recreated a few seconds later, twice. The relays pause
+// (destination unavailable) and resume by themselves. Outputs written to
+// a deleted topic went with it — they are taken (read_uncommitted) just
+// before each deletion, with the relays SIGSTOPped so that nothing is
+// written between. At the end: no duplicate anywhere (within the final
+// topic, or a record committed in a deleted topic and again in a later
+// one), and every record is in the final topic once or went with a
+// deleted one.
+func TestChaosTopicChurn(t *testing.T) {
+	s := newScenario(t, 0, opts{Transforms: work, OutputChurn: true, Env: func(int, int) []string { return widen }})
+	s.seedAll()
+	s.startAll()
+	var churned []churn
+	for i, at := range []float64{0.3, 0.6} {
+		if !s.waitProgress(at, 4*time.Minute) {
+			s.dumpState()
+			t.Fatalf("churn %d: progress %.0f%% not reached in 4 minutes", i+1, 100*at)
+		}
+		churned = append(churned, s.churnOutput(s.between(3*time.Second, 8*time.Second)))
+	}
+	s.finish(func(*audit.Report) []string { return s.checkChurn(churned) })
+}
+
+// churn is what a deleted output topic held: every source record with an
+// output there (read_uncommitted), and those committed.
+type churn struct {
+	written, committed map[lineage.Source]bool
+}
+
+// churnOutput stops the relays, takes the output topic's content, deletes
+// the topic, resumes the relays, and recreates the topic after down.
+func (s *scenario) churnOutput(down time.Duration) churn {
+	s.t.Helper()
+	var stopped []*incarnation
+	for _, r := range s.relays {
+		if inc := r.current(); inc != nil && inc.Signal(syscall.SIGSTOP) == nil {
+			stopped = append(stopped, inc)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := churn{written: map[lineage.Source]bool{}, committed: map[lineage.Source]bool{}}
+	all, err := audit.ReadUncommitted(ctx, []kgo.Opt{kgo.SeedBrokers(s.env.direct...)}, s.p.Output)
+	if err == nil {
+		var com audit.Tally
+		com, err = audit.ReadCommitted(ctx, []kgo.Opt{kgo.SeedBrokers(s.env.direct...)}, s.p.Output)
+		for src := range com.BySource {
+			c.committed[src] = true
+		}
+	}
+	for src := range all.BySource {
+		c.written[src] = true
+	}
+	if err == nil {
+		err = harness.DeleteTopics(ctx, s.env.direct, s.p.Output)
+	}
+	for _, inc := range stopped {
+		_ = inc.Signal(syscall.SIGCONT)
+	}
+	if err != nil {
+		s.t.Fatalf("churning %s: %v", s.p.Output, err)
+	}
+	s.t.Logf("output topic deleted with %d records' outputs (%d committed); recreated in %s", len(c.written), len(c.committed), down.Round(time.Millisecond))
+	s.sleep(down)
+	if err := harness.CreateTopics(ctx, s.env.direct, harness.Topic{Name: s.p.Output, Partitions: harness.OutputPartitions}); err != nil {
+		s.t.Fatalf("recreating %s: %v", s.p.Output, err)
+	}
+	s.count(func(r *result) { r.Toxics["output topic deleted"]++ })
+	return c
+}
+
+// checkChurn judges the run against the deleted topics' content.
+func (s *scenario) checkChurn(churned []churn) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	final, err := audit.ReadCommitted(ctx, []kgo.Opt{kgo.SeedBrokers(s.env.direct...)}, s.p.Output, s.p.DeadLetter)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	sources := map[lineage.Source]bool{}
+	if err := readTopic(ctx, s.env.direct, s.p.Source, func(r *kgo.Record) {
+		sources[lineage.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}] = true
+	}); err != nil {
+		return []string{err.Error()}
+	}
+	var problems []string
+	excused, twice := 0, 0
+	for src := range sources {
+		inFinal := final.BySource[src] > 0
+		commits := 0
+		if inFinal {
+			commits++
+		}
+		went := false
+		for _, c := range churned {
+			if c.committed[src] {
+				commits++
+			}
+			went = went || c.written[src]
+		}
+		switch {
+		case commits > 1:
+			twice++
+		case !inFinal && went:
+			excused++
+		case !inFinal:
+			problems = append(problems, fmt.Sprintf("%v is nowhere: not in the final output, never in a deleted one", src))
+		}
+	}
+	if twice > 0 {
+		problems = append(problems, fmt.Sprintf("%d source records committed twice across the deleted and the final topics", twice))
+	}
+	if len(problems) > 5 {
+		problems = append(problems[:5], fmt.Sprintf("... %d problems in all", len(problems)))
+	}
+	s.t.Logf("records whose outputs went with a deleted topic: %d; in the final topic: %d", excused, len(final.BySource))
+	if len(problems) == 0 {
+		s.count(func(r *result) {
+			r.Verdict = fmt.Sprintf("EXACT (the outputs of %d records went with the deleted topics; no record twice, none elsewhere)", excused)
+		})
+	}
+	return problems
 }
 
 // victims picks one relay slot, or (one time in four) all of them.

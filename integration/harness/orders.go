@@ -2,6 +2,8 @@ package harness
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"sync"
@@ -21,16 +23,27 @@ type Orders struct {
 	// scenario's records from those of another in a shared topic:
 	// {"order_id":i,"run":"<Run>"}.
 	Run string
+	// Pad, when set, returns how many bytes of padding order i carries
+	// in a "pad" field: hex of random bytes, which does not compress.
+	Pad func(i int) int
 }
 
 // Record returns order i.
 func (o Orders) Record(i int) *kgo.Record {
 	r := &kgo.Record{Topic: o.Topic, Key: strconv.AppendInt(nil, int64(i), 10)}
 	if o.Run == "" {
-		r.Value = fmt.Appendf(nil, `{"order_id":%d}`, i)
+		r.Value = fmt.Appendf(nil, `{"order_id":%d`, i)
 	} else {
-		r.Value = fmt.Appendf(nil, `{"order_id":%d,"run":%q}`, i, o.Run)
+		r.Value = fmt.Appendf(nil, `{"order_id":%d,"run":%q`, i, o.Run)
 	}
+	if o.Pad != nil {
+		if n := o.Pad(i); n > 0 {
+			raw := make([]byte, (n+1)/2)
+			rand.Read(raw)
+			r.Value = fmt.Appendf(r.Value, `,"pad":"%s"`, hex.EncodeToString(raw)[:n])
+		}
+	}
+	r.Value = append(r.Value, '}')
 	return r
 }
 
