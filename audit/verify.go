@@ -55,6 +55,9 @@ type PartitionReport struct {
 	Duplicated int `json:"duplicated"`
 	// Both: in the output and in the dead letters.
 	Both int `json:"both"`
+	// Incomplete: a fan-out with fewer outputs than it names
+	// (sharerelay.source.count): some of a record's outputs are lost.
+	Incomplete int `json:"incomplete"`
 	// Unexpected: outputs or dead letters whose source record does not
 	// exist.
 	Unexpected int `json:"unexpected"`
@@ -63,6 +66,7 @@ type PartitionReport struct {
 	// Samples of offsets, for a person to look at.
 	LostSample       []int64 `json:"lost_sample,omitempty"`
 	DuplicatedSample []int64 `json:"duplicated_sample,omitempty"`
+	IncompleteSample []int64 `json:"incomplete_sample,omitempty"`
 }
 
 // Report is what Verify found.
@@ -126,6 +130,10 @@ func Verify(ctx context.Context, cfg VerifyConfig) (*Report, error) {
 				foreign++
 			case !p.count(s.Offset, dlq):
 				p.outside(s.Offset)
+			case !dlq:
+				if i, n, ok := lineage.IndexOf(rec); !ok || n > 1 {
+					p.fanOut(s.Offset, i, n, ok)
+				}
 			}
 		}
 	}
@@ -178,6 +186,23 @@ func Verify(ctx context.Context, cfg VerifyConfig) (*Report, error) {
 				continue
 			}
 			pr.Sources++
+			if p.fan != nil && p.fan[i].n != 0 {
+				// A fan-out: exactly its count of outputs, each index
+				// once.
+				f := p.fan[i]
+				switch {
+				case f.n < 0 || f.seen > uint32(f.n) || f.seen == uint32(f.n) && f.xor != fanXor(int(f.n)):
+					no = 2 // counted duplicated below
+				case f.seen < uint32(f.n):
+					pr.Incomplete++
+					if len(pr.IncompleteSample) < sampleMax {
+						pr.IncompleteSample = append(pr.IncompleteSample, o)
+					}
+					no = 1
+				default:
+					no = 1
+				}
+			}
 			if no > 0 {
 				pr.Output++
 			}
@@ -224,11 +249,12 @@ func Verify(ctx context.Context, cfg VerifyConfig) (*Report, error) {
 		tot.Filtered += pr.Filtered
 		tot.Duplicated += pr.Duplicated
 		tot.Both += pr.Both
+		tot.Incomplete += pr.Incomplete
 		tot.Unexpected += pr.Unexpected
 		tot.Lag += pr.Lag
 	}
 	tot.Unexpected += foreign
-	r.Exact = tot.Lost == 0 && tot.Duplicated == 0 && tot.Both == 0 && tot.Unexpected == 0 && tot.Lag == 0 && r.Unlabelled == 0
+	r.Exact = tot.Lost == 0 && tot.Duplicated == 0 && tot.Both == 0 && tot.Incomplete == 0 && tot.Unexpected == 0 && tot.Lag == 0 && r.Unlabelled == 0
 	if cfg.Ledger != "" {
 		if r.Ledger, err = ReadLedger(ctx, cfg.ClientOpts, cfg.Ledger, cfg.Generation); err != nil {
 			return nil, err
@@ -254,10 +280,11 @@ type sources struct {
 // which are records, and how many outputs and dead letters name each.
 type sourcePart struct {
 	start  int64
-	counts []byte   // low nibble: outputs; high nibble: dead letters (saturating at 15)
-	record []uint64 // bit set: the offset is a data record
-	before int      // outputs of offsets below start (deleted by retention, or never records)
-	beyond []int64  // outputs of offsets at or past the snapshot's end (few: the pipeline ran on)
+	counts []byte     // low nibble: outputs; high nibble: dead letters (saturating at 15)
+	record []uint64   // bit set: the offset is a data record
+	fan    []fanState // allocated when the partition's records fan out
+	before int        // outputs of offsets below start (deleted by retention, or never records)
+	beyond []int64    // outputs of offsets at or past the snapshot's end (few: the pipeline ran on)
 }
 
 func (p *sourcePart) isRecord(i int) bool { return p.record[i/64]&(1<<(i%64)) != 0 }
@@ -283,6 +310,52 @@ func (p *sourcePart) count(o int64, dlq bool) bool {
 	}
 	p.counts[i] = c
 	return true
+}
+
+// fanState is what the outputs of one source record's fan-out showed:
+// the count they name (-1 when they disagree, or a label is malformed),
+// how many were seen, and the XOR of a mix of their indexes — equal to
+// fanXor(n) when each index 0..n-1 was seen once (a duplicate with a
+// missing index, same count, is caught with high probability).
+type fanState struct {
+	n    int32
+	seen uint32
+	xor  uint64
+}
+
+// fanOut counts output index of n of source offset o (ok false: a
+// malformed label).
+func (p *sourcePart) fanOut(o int64, index, n int, ok bool) {
+	i := o - p.start
+	if p.fan == nil {
+		p.fan = make([]fanState, len(p.counts))
+	}
+	f := &p.fan[i]
+	switch {
+	case !ok || f.n != 0 && int(f.n) != n:
+		f.n = -1
+	case f.n == 0:
+		f.n = int32(n)
+	}
+	f.seen++
+	f.xor ^= mix(uint64(index))
+}
+
+// mix is SplitMix64's finaliser: a cheap, well-spread hash of an index.
+func mix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// fanXor is the fanState.xor of a complete fan-out of n outputs.
+func fanXor(n int) uint64 {
+	var x uint64
+	for i := range n {
+		x ^= mix(uint64(i))
+	}
+	return x
 }
 
 // outside records an output of offset o, outside the snapshot's range.

@@ -105,3 +105,51 @@ func TestVerifyCallsAnExactPipelineExact(t *testing.T) {
 		t.Fatalf("report %+v exact=%v, want exact over 100 sources in 2 partitions", r.Total, r.Exact)
 	}
 }
+
+// A fan-out is checked exactly: each of its outputs names its index and
+// the count; a missing output and a duplicated one are both caught, even
+// together with the same count.
+func TestVerifyChecksFanOutsExactly(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "src", "out", "dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	opts := []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("src")}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 0; i < 5; i++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := func(off int64, index, count int) *kgo.Record {
+		return &kgo.Record{Topic: "out", Headers: lineage.Label(nil, lineage.Source{Topic: "src", Partition: 0, Offset: off}, index, count)}
+	}
+	recs := []*kgo.Record{
+		out(0, 0, 3), out(0, 1, 3), out(0, 2, 3), // complete
+		out(1, 0, 3), out(1, 2, 3), // index 1 missing: incomplete
+		out(2, 0, 3), out(2, 0, 3), out(2, 1, 3), // index 0 twice, 2 missing: duplicated
+		out(3, 0, 1),                                           // a single output
+		out(4, 0, 3), out(4, 1, 3), out(4, 2, 3), out(4, 2, 3), // one too many: duplicated
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Verify(ctx, VerifyConfig{ClientOpts: opts[:1], Sources: []string{"src"}, SourceCommitted: true, Outputs: []string{"out"}, DeadLetter: "dlq"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r.Total
+	if got.Sources != 5 || got.Output != 5 || got.Lost != 0 || got.Incomplete != 1 || got.Duplicated != 2 || r.Exact {
+		t.Fatalf("report %+v exact=%v; want 5 sources with output, 1 incomplete (offset 1), 2 duplicated (offsets 2, 4)", got, r.Exact)
+	}
+	if p := r.Partitions[0]; len(p.IncompleteSample) != 1 || p.IncompleteSample[0] != 1 || len(p.DuplicatedSample) != 2 {
+		t.Fatalf("samples: incomplete %v, duplicated %v", p.IncompleteSample, p.DuplicatedSample)
+	}
+}

@@ -132,9 +132,21 @@ func SetIndex(hs []kgo.RecordHeader, index, count int) []kgo.RecordHeader {
 	)
 }
 
-// IndexOf reads the fan-out position of r. ok is false when either header
-// is missing or malformed, or index is not below count; records written
-// before the relay set them have none.
+// Label sets the lineage headers of output index of count outputs of the
+// source record src: its coordinates, and — for a fan-out (count > 1) —
+// its position. A single output carries no position (0 of 1), which saves
+// two headers on every record of a pipeline without fan-out.
+func Label(hs []kgo.RecordHeader, src Source, index, count int) []kgo.RecordHeader {
+	hs = SetSource(hs, src)
+	if count > 1 {
+		hs = SetIndex(hs, index, count)
+	}
+	return hs
+}
+
+// IndexOf reads the fan-out position of r. A record with neither header
+// is a single output: index 0 of 1. ok is false when one header is
+// missing or either is malformed, or index is not below count.
 func IndexOf(r *kgo.Record) (index, count int, ok bool) {
 	var have int
 	for _, h := range r.Headers {
@@ -150,6 +162,9 @@ func IndexOf(r *kgo.Record) (index, count int, ok bool) {
 				count, have = int(n), have|2
 			}
 		}
+	}
+	if have == 0 {
+		return 0, 1, true
 	}
 	return index, count, have == 3 && index < count
 }

@@ -45,14 +45,24 @@ func TestSetIndexReplacesAnOldPositionAndIndexOfReadsIt(t *testing.T) {
 
 func TestSetSourceDropsAnUpstreamFanOutPosition(t *testing.T) {
 	hs := SetSource(SetIndex(nil, 0, 2), Source{Topic: "t"})
-	if _, _, ok := IndexOf(&kgo.Record{Headers: hs}); ok || len(hs) != 3 {
-		t.Fatalf("headers %v: want only the source coordinates", hs)
+	if i, n, ok := IndexOf(&kgo.Record{Headers: hs}); !ok || i != 0 || n != 1 || len(hs) != 3 {
+		t.Fatalf("headers %v: want only the source coordinates (a single output, 0 of 1)", hs)
+	}
+}
+
+func TestLabelNumbersOnlyAFanOut(t *testing.T) {
+	src := Source{Topic: "t", Partition: 1, Offset: 7}
+	if hs := Label(nil, src, 0, 1); len(hs) != 3 {
+		t.Fatalf("single output: headers %v, want only the source coordinates", hs)
+	}
+	hs := Label(nil, src, 1, 3)
+	if i, n, ok := IndexOf(&kgo.Record{Headers: hs}); !ok || i != 1 || n != 3 || len(hs) != 5 {
+		t.Fatalf("fan-out: headers %v, IndexOf = %d of %d (%v)", hs, i, n, ok)
 	}
 }
 
 func TestIndexOfRejectsMissingOrMalformedPositions(t *testing.T) {
 	for name, hs := range map[string][]kgo.RecordHeader{
-		"none":             nil,
 		"no count":         {{Key: HeaderSourceIndex, Value: []byte("0")}},
 		"negative":         {{Key: HeaderSourceIndex, Value: []byte("-1")}, {Key: HeaderSourceCount, Value: []byte("1")}},
 		"index past count": {{Key: HeaderSourceIndex, Value: []byte("1")}, {Key: HeaderSourceCount, Value: []byte("1")}},

@@ -283,7 +283,7 @@ func runCase(ctx context.Context, p *config.Pipeline, chain *transform.Chain, ma
 			if topic == "" {
 				topic = p.Output.Topic
 			}
-			hs = lineage.SetIndex(lineage.SetSource(hs, src), i, len(outs))
+			hs = lineage.Label(hs, src, i, len(outs))
 			got.outs = append(got.outs, &kgo.Record{Topic: topic, Key: o.Key, Value: o.Value, Headers: hs})
 		}
 	}

@@ -701,12 +701,9 @@ func (w *worker) transform(ctx context.Context, r *kgo.Record) (p plan, release 
 		if topic == "" {
 			topic = w.outputTopic
 		}
-		p.outs[i] = &kgo.Record{Topic: topic, Key: o.Key, Value: o.Value, Headers: lineage.SetSource(hs, src)}
-	}
-	// Number the outputs of one source record, so that a fan-out is not
-	// taken for a duplicate.
-	for i, o := range p.outs {
-		o.Headers = lineage.SetIndex(o.Headers, i, len(p.outs))
+		// The source's coordinates, and a fan-out's positions (so that
+		// it is not taken for a duplicate).
+		p.outs[i] = &kgo.Record{Topic: topic, Key: o.Key, Value: o.Value, Headers: lineage.Label(hs, src, i, len(outs))}
 	}
 	return p, false
 }

@@ -101,10 +101,10 @@ func VerifyConfigFor(p *config.Pipeline, clientOpts []kgo.Opt) audit.VerifyConfi
 func printReport(w io.Writer, name string, r *audit.Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "pipeline %s — check: %s\n\n", name, r.Check)
-	fmt.Fprintln(tw, "source partition\trecords\toutput\tdead-lettered\tlost\tfiltered\tduplicated\tboth\tunexpected\tlag\t")
+	fmt.Fprintln(tw, "source partition\trecords\toutput\tdead-lettered\tlost\tincomplete\tfiltered\tduplicated\tboth\tunexpected\tlag\t")
 	row := func(pr audit.PartitionReport, label string) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", label, pr.Sources, pr.Output, pr.DeadLettered,
-			pr.Lost, pr.Filtered, pr.Duplicated, pr.Both, pr.Unexpected, pr.Lag)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", label, pr.Sources, pr.Output, pr.DeadLettered,
+			pr.Lost, pr.Incomplete, pr.Filtered, pr.Duplicated, pr.Both, pr.Unexpected, pr.Lag)
 	}
 	for _, pr := range r.Partitions {
 		row(pr, fmt.Sprintf("%s[%d]", pr.Topic, pr.Partition))
@@ -119,6 +119,9 @@ func printReport(w io.Writer, name string, r *audit.Report) {
 		}
 		if len(pr.DuplicatedSample) > 0 {
 			fmt.Fprintf(w, "duplicated in %s[%d], e.g. offsets %v\n", pr.Topic, pr.Partition, pr.DuplicatedSample)
+		}
+		if len(pr.IncompleteSample) > 0 {
+			fmt.Fprintf(w, "fan-outs missing outputs in %s[%d], e.g. offsets %v\n", pr.Topic, pr.Partition, pr.IncompleteSample)
 		}
 	}
 	if l := r.Ledger; l != nil {

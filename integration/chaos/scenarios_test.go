@@ -518,19 +518,19 @@ func TestChaosBrokerKillDuringCommits(t *testing.T) {
 }
 
 // 12. TestChaosOversized: a few percent of the orders (every 40th) carry
-// 6 KB of incompressible padding while the output topic takes batches of
-// at most 3,000 bytes; the relays are SIGKILLed now and then. Every
+// 30 KB of incompressible padding while the output topic takes batches of
+// at most 20,000 bytes; the relays are SIGKILLed now and then. Every
 // oversized order must be dead-lettered once (kind write) without
 // spending its deliveries, every other order written once.
 func TestChaosOversized(t *testing.T) {
 	n := recordsDefault()
 	pad := func(i int) int {
 		if i%40 == 0 {
-			return 6000
+			return 30_000
 		}
 		return 0
 	}
-	s := newScenario(t, 0, opts{Transforms: work, Pad: pad, OutputMaxBytes: 3000, WantDLQ: n / 40,
+	s := newScenario(t, 0, opts{Transforms: work, Pad: pad, OutputMaxBytes: 20_000, WantDLQ: n / 40,
 		Env: func(int, int) []string { return widen }})
 	s.seedAll()
 	s.startAll()
