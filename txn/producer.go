@@ -65,6 +65,12 @@ type Config struct {
 	// the topics written, so a record too large for a topic is refused by
 	// the client, alone, instead of failing a whole batch at the broker.
 	MaxBatchBytes int32
+	// Idempotent makes a producer without transactions, for at-least-once
+	// delivery: still idempotent and acks=all, but Begin does nothing,
+	// Commit waits for every record produced, and Abort can only drop
+	// records not sent yet — what was written stays written. It saves the
+	// transaction's round trips and markers.
+	Idempotent bool
 	// Extra options, e.g. TLS and SASL, tuning (compression, linger), a
 	// dialer for fault injection or a logger. They override ClientID and
 	// the default linger of 0, and are applied before the options this
@@ -72,11 +78,13 @@ type Config struct {
 	Extra []kgo.Opt
 }
 
-// Producer is a transactional producer. Begin, Produce and End must be
-// called from one goroutine.
+// Producer is a transactional producer (or, with Config.Idempotent, an
+// idempotent one that writes without transactions). Begin, Produce and End
+// must be called from one goroutine.
 type Producer struct {
 	cl     *kgo.Client
 	txnID  string
+	txn    bool
 	closer sync.Once
 }
 
@@ -96,11 +104,12 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 	// Enforced.
 	opts = append(opts,
 		kgo.SeedBrokers(cfg.Seeds...),
-		kgo.TransactionalID(cfg.TransactionalID),
-		kgo.TransactionTimeout(cfg.TransactionTimeout),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordRetries(10), // bounded: a stuck produce must fail the txn, not hang it
 	)
+	if !cfg.Idempotent {
+		opts = append(opts, kgo.TransactionalID(cfg.TransactionalID), kgo.TransactionTimeout(cfg.TransactionTimeout))
+	}
 	if cfg.MaxBatchBytes > 0 {
 		opts = append(opts, kgo.ProducerBatchMaxBytes(cfg.MaxBatchBytes))
 	}
@@ -108,7 +117,7 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("txn: creating producer %s: %w", cfg.TransactionalID, err)
 	}
-	p := &Producer{cl: cl, txnID: cfg.TransactionalID}
+	p := &Producer{cl: cl, txnID: cfg.TransactionalID, txn: !cfg.Idempotent}
 	if _, _, err := p.ProducerID(ctx); err != nil {
 		cl.Close()
 		return nil, err
@@ -138,6 +147,9 @@ func (p *Producer) ProducerID(ctx context.Context) (int64, int16, error) {
 
 // Begin starts a transaction.
 func (p *Producer) Begin() error {
+	if !p.txn {
+		return nil
+	}
 	if err := p.cl.BeginTransaction(); err != nil {
 		if isFenced(err) {
 			return fmt.Errorf("txn: begin: %w: %w", ErrFenced, err)
@@ -226,6 +238,13 @@ func (p *Producer) Produce(ctx context.Context, recs ...*kgo.Record) error {
 // ready for a new transaction (aborted or healed), unless the error wraps
 // ErrFenced.
 func (p *Producer) Commit(ctx context.Context) (Outcome, error) {
+	if !p.txn {
+		// Every record was acknowledged by Produce already.
+		if err := p.cl.Flush(ctx); err != nil {
+			return NotCommitted, fmt.Errorf("txn: flush: %w", err)
+		}
+		return Committed, nil
+	}
 	if err := p.cl.Flush(ctx); err != nil {
 		return NotCommitted, errors.Join(fmt.Errorf("txn: flush before commit: %w", err), p.Abort(ctx))
 	}
@@ -264,6 +283,9 @@ func (p *Producer) Commit(ctx context.Context) (Outcome, error) {
 func (p *Producer) Abort(ctx context.Context) error {
 	if err := p.cl.AbortBufferedRecords(ctx); err != nil {
 		return fmt.Errorf("txn: dropping buffered records: %w", err)
+	}
+	if !p.txn {
+		return nil
 	}
 	if err := p.cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
 		if isFenced(err) {
