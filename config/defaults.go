@@ -7,13 +7,16 @@ import (
 
 // Default values, applied by SetDefaults to fields left unset.
 const (
-	DefaultDelivery           = ExactlyOnce
-	DefaultWorkers            = 1
-	DefaultAutoOffsetReset    = "earliest"
-	DefaultIsolationLevel     = "read_committed"
-	DefaultTransactionTimeout = 10 * time.Second
-	DefaultMaxRecords         = 500
-	DefaultPollTimeout        = time.Second
+	DefaultDelivery             = ExactlyOnce
+	DefaultWorkers              = 1
+	DefaultAutoOffsetReset      = "earliest"
+	DefaultIsolationLevel       = "read_committed"
+	DefaultTransactionTimeout   = 10 * time.Second
+	DefaultMaxRecords           = 500
+	DefaultPollTimeout          = time.Second
+	DefaultConsumers            = 2
+	DefaultLinger               = 5 * time.Millisecond
+	DefaultTransformConcurrency = 1
 	// DefaultLedgerSuffix follows the pipeline name in the default ledger
 	// topic: "<name>.ledger".
 	DefaultLedgerSuffix = ".ledger"
@@ -77,6 +80,9 @@ func (p *Pipeline) setDefaults(explicit func(path string) bool) {
 	dur("output.transaction_timeout", &p.Output.TransactionTimeout, DefaultTransactionTimeout)
 	num("batch.max_records", &p.Batch.MaxRecords, DefaultMaxRecords)
 	dur("batch.poll_timeout", &p.Batch.PollTimeout, DefaultPollTimeout)
+	num("batch.consumers", &p.Batch.Consumers, DefaultConsumers)
+	dur("batch.linger", &p.Batch.Linger, DefaultLinger)
+	num("batch.transform_concurrency", &p.Batch.TransformConcurrency, DefaultTransformConcurrency)
 	if p.Batch.RenewLocks == nil {
 		renew := true
 		p.Batch.RenewLocks = &renew

@@ -105,6 +105,21 @@ type Batch struct {
 	// KIP-1222), so slow work is not delivered again needlessly. An
 	// optimisation only: exactly-once never depends on a lock being held.
 	RenewLocks *bool `yaml:"renew_locks" json:"renew_locks"`
+	// Consumers is the number of share consumers per worker (default 2,
+	// 1..16). Each polls up to MaxRecords; a worker writes every poll that
+	// is ready in one transaction, so more consumers make transactions
+	// larger and let the next fetch overlap the current commit. A worker
+	// holds up to Consumers × MaxRecords records at once.
+	Consumers int `yaml:"consumers" json:"consumers"`
+	// Linger is how long a worker that has a poll waits for more polls
+	// before it writes them (default 5ms, at most 1s): longer makes
+	// larger transactions under a light load, at the cost of latency.
+	Linger time.Duration `yaml:"linger" json:"linger"`
+	// TransformConcurrency is how many records of a batch a worker
+	// transforms at once (default 1, at most 256): for slow, I/O-bound
+	// steps. Outputs keep the batch's order; records of a share group
+	// have no order to keep across batches anyway.
+	TransformConcurrency int `yaml:"transform_concurrency" json:"transform_concurrency"`
 }
 
 // CEL configures the evaluation of the transforms' CEL expressions.

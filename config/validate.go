@@ -15,10 +15,12 @@ import (
 
 // Limits enforced by Validate.
 const (
-	MaxWorkers            = 256
-	MaxMaxRecords         = 10000
-	MinTransactionTimeout = time.Second
-	MaxTransactionTimeout = 15 * time.Minute
+	MaxWorkers              = 256
+	MaxMaxRecords           = 10000
+	MaxConsumers            = 16
+	MaxTransformConcurrency = 256
+	MinTransactionTimeout   = time.Second
+	MaxTransactionTimeout   = 15 * time.Minute
 	// MaxDeadLetterAttempts is the largest dead_letter.max_attempts: the
 	// broker's upper bound for share.delivery.count.limit.
 	MaxDeadLetterAttempts = 10
@@ -160,6 +162,15 @@ func (v *validator) validate() {
 	}
 	if p.Batch.PollTimeout <= 0 {
 		v.add("batch.poll_timeout", "must be greater than 0, got %s", v.showAny("batch.poll_timeout", p.Batch.PollTimeout))
+	}
+	if b := p.Batch; b.Consumers < 1 || b.Consumers > MaxConsumers {
+		v.add("batch.consumers", "must be between 1 and %d, got %s", MaxConsumers, v.showAny("batch.consumers", b.Consumers))
+	}
+	if b := p.Batch; b.TransformConcurrency < 1 || b.TransformConcurrency > MaxTransformConcurrency {
+		v.add("batch.transform_concurrency", "must be between 1 and %d, got %s", MaxTransformConcurrency, v.showAny("batch.transform_concurrency", b.TransformConcurrency))
+	}
+	if b := p.Batch; b.Linger < 0 || b.Linger > time.Second {
+		v.add("batch.linger", "must be between 0s and 1s, got %s", v.showAny("batch.linger", b.Linger))
 	}
 	if p.Metrics.Listen != "" {
 		if msg := checkHostPort(p.Metrics.Listen, v.show("metrics.listen", p.Metrics.Listen), false); msg != "" {

@@ -18,6 +18,17 @@ const (
 	AckRenew   = "renew"
 )
 
+// Phases of a batch, as label values of PhaseSeconds.
+const (
+	PhasePoll       = "poll"
+	PhaseIdle       = "idle"
+	PhaseTransform  = "transform"
+	PhaseProduce    = "produce"
+	PhaseClaimCheck = "claim_check"
+	PhaseCommit     = "commit"
+	PhaseAck        = "ack"
+)
+
 // Transaction outcomes, as label values of TransactionsTotal.
 const (
 	TxnCommitted = "committed"
@@ -55,6 +66,8 @@ type Metrics struct {
 	LockBudget             *prometheus.HistogramVec
 	LockDuration           prometheus.Gauge
 	ShareGroupLag          *prometheus.GaugeVec
+	// PhaseSeconds is where a worker's time goes, by phase (Phase*).
+	PhaseSeconds *prometheus.HistogramVec
 
 	ledger atomic.Pointer[func() LedgerStats]
 }
@@ -146,7 +159,12 @@ func New(reg prometheus.Registerer, pipeline string) *Metrics {
 		Namespace: "sharerelay", Name: "share_group_lag", ConstLabels: c,
 		Help: "Records of a source partition not yet acknowledged by the share group, from the broker's share-group offsets (every instance reports the same value: aggregate with max).",
 	}, []string{"topic", "partition"})
-	reg.MustRegister(m.Paused, m.Ready, m.LockBudget, m.LockDuration, m.ShareGroupLag)
+	m.PhaseSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "sharerelay", Name: "phase_seconds", ConstLabels: c,
+		Help:    "Time the workers spend per phase of a batch: poll (waiting for records that came), idle (a poll that came back empty), transform, produce (outputs and claims, until acknowledged), claim_check (exactly-once), commit, ack. The sums show where the time goes.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14),
+	}, []string{"phase"})
+	reg.MustRegister(m.Paused, m.Ready, m.LockBudget, m.LockDuration, m.ShareGroupLag, m.PhaseSeconds)
 
 	gauge := func(name, help string, labels prometheus.Labels, f func(LedgerStats) float64) {
 		l := prometheus.Labels{"pipeline": pipeline}

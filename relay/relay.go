@@ -457,7 +457,10 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 			TransactionTimeout: r.p.Output.TransactionTimeout,
 			ClientID:           txnID,
 			MaxBatchBytes:      r.maxBatch(),
-			Extra:              r.clientOpts(),
+			// At-least-once writes without transactions: nothing to
+			// claim, and a batch written twice is what it allows.
+			Idempotent: r.p.Delivery == config.AtLeastOnce,
+			Extra:      r.clientOpts(),
 		})
 	}
 	var prod *txn.Producer
@@ -481,41 +484,53 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 	}
 	defer guard.Close()
 
-	cons, err := kgo.NewClient(r.clientOpts(
-		kgo.ClientID(txnID),
-		kgo.ShareGroup(r.p.Source.Group),
-		kgo.ConsumeTopics(r.p.Source.Topics...),
-		kgo.ShareMaxRecords(int32(r.p.Batch.MaxRecords)),
-		// Acquire no more than a batch, and only inside a poll: by
-		// default the broker returns whole record batches (thousands
-		// of small records), and records acquired beyond what the
-		// worker processes sit in the client's buffer, where nothing
-		// renews their locks: a worker paused by an outage longer
-		// than the lock would spend their deliveries. (A positive
-		// MaxConcurrentFetches would re-enable that pre-fetching.)
-		kgo.ShareMaxRecordsStrict(),
-		kgo.ShareAckCallback(func(_ *kgo.Client, res kgo.ShareAckResults) {
-			for _, a := range res {
-				if a.Err != nil {
-					r.m.AckErrors.WithLabelValues(label).Inc()
-					log.Warn("share acknowledgement failed (the record will be delivered again)", "topic", a.Topic, "partition", a.Partition, "err", a.Err)
-				}
-			}
-		}),
-	)...)
-	if err != nil {
-		ready()
-		prod.Close()
-		return fmt.Errorf("relay: worker %d: creating share consumer: %w", i, err)
+	// The worker's share consumers: one or more (batch.consumers), whose
+	// polls are written together (see shareSource).
+	var clients []*kgo.Client
+	closeClients := func() {
+		for _, cl := range clients {
+			cl.Close()
+		}
 	}
+	for c := range r.p.Batch.Consumers {
+		cons, err := kgo.NewClient(r.clientOpts(
+			kgo.ClientID(fmt.Sprintf("%s-c%d", txnID, c)),
+			kgo.ShareGroup(r.p.Source.Group),
+			kgo.ConsumeTopics(r.p.Source.Topics...),
+			kgo.ShareMaxRecords(int32(r.p.Batch.MaxRecords)),
+			// Acquire no more than a batch, and only inside a poll: by
+			// default the broker returns whole record batches
+			// (thousands of small records), and records acquired
+			// beyond what the worker holds sit in the client's
+			// buffer, where nothing renews their locks: a worker
+			// paused by an outage longer than the lock would spend
+			// their deliveries. (A positive MaxConcurrentFetches
+			// would re-enable that pre-fetching.)
+			kgo.ShareMaxRecordsStrict(),
+			kgo.ShareAckCallback(func(_ *kgo.Client, res kgo.ShareAckResults) {
+				for _, a := range res {
+					if a.Err != nil {
+						r.m.AckErrors.WithLabelValues(label).Inc()
+						log.Warn("share acknowledgement failed (the record will be delivered again)", "topic", a.Topic, "partition", a.Partition, "err", a.Err)
+					}
+				}
+			}),
+		)...)
+		if err != nil {
+			ready()
+			prod.Close()
+			closeClients()
+			return fmt.Errorf("relay: worker %d: creating share consumer %d: %w", i, c, err)
+		}
+		clients = append(clients, cons)
+	}
+	src := newShareSource(clients, r.p.Batch.MaxRecords, func(n int) { r.m.InvariantBreaks.Add(float64(n)) })
 	w := &worker{
 		id: i, label: label, pipeline: r.p.Name,
 		outputTopic: r.p.Output.Topic, dlqTopic: r.p.DeadLetter.Topic, writes: r.p.OutputTopics(),
 		limits: &r.limits, txnTimeout: r.p.Output.TransactionTimeout, pollTimeout: r.p.Batch.PollTimeout,
 		topicIDs: topicIDs, renewEvery: r.renewEvery(),
-		src: &shareSource{cl: cons, max: r.p.Batch.MaxRecords, onUnresolved: func(n int) {
-			r.m.InvariantBreaks.Add(float64(n))
-		}},
+		src: src, linger: r.p.Batch.Linger, most: r.p.Batch.Consumers * r.p.Batch.MaxRecords, concurrency: r.p.Batch.TransformConcurrency,
 		prod: prod, newProducer: newProducer, guard: guard, chain: r.chain, m: r.m, health: r.health, log: log, now: time.Now,
 		sizes: func() map[string]int { return *r.sizes.Load() },
 	}
@@ -529,15 +544,24 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 	// the client still buffers). One short budget for both: with the
 	// broker gone they cannot succeed, and the records' locks expire
 	// anyway.
+	src.close()
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := cons.FlushAcks(fctx); err != nil {
-		log.Warn("flushing acknowledgements at shutdown", "err", err)
+	var tear sync.WaitGroup
+	for _, cl := range clients {
+		tear.Add(1)
+		go func() {
+			defer tear.Done()
+			if err := cl.FlushAcks(fctx); err != nil {
+				log.Warn("flushing acknowledgements at shutdown", "err", err)
+			}
+			if err := cl.LeaveGroupContext(fctx); err != nil {
+				log.Warn("leaving the share group", "err", err)
+			}
+			cl.Close()
+		}()
 	}
-	if err := cons.LeaveGroupContext(fctx); err != nil {
-		log.Warn("leaving the share group", "err", err)
-	}
-	cons.Close()
+	tear.Wait()
 	r.health.fine(i)
 	log.Info("worker stopped", "err", runErr)
 	return runErr

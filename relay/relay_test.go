@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,7 +122,10 @@ func runUntil(t *testing.T, r *Relay, c *kfake.Cluster, want int) (jobs, dlq aud
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func TestAPollAfterAnUnresolvedBatchReleasesItInsteadOfAcceptingIt(t *testing.T) {
+// A consumer of the source polls again only once its previous poll is
+// acknowledged, and records left undecided are released, not accepted:
+// they come back with their delivery count raised.
+func TestAnUnresolvedBatchIsReleasedAndItsConsumerWaitsForIt(t *testing.T) {
 	c := fakeCluster(t)
 	seedOrders(t, c, 10)
 	cfgCl, _ := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
@@ -136,34 +140,36 @@ func TestAPollAfterAnUnresolvedBatchReleasesItInsteadOfAcceptingIt(t *testing.T)
 	}
 	defer cl.Close()
 	var unresolved int
-	src := &shareSource{cl: cl, max: 100, onUnresolved: func(n int) { unresolved += n }}
+	src := newShareSource([]*kgo.Client{cl}, 100, func(n int) { unresolved += n })
+	defer src.close()
 
-	seen := map[int64]int32{} // offset key → highest delivery count, per partition folded in
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	// First poll(s): take records and decide nothing about them.
-	first := 0
-	for first == 0 && ctx.Err() == nil {
-		b, _ := src.poll(ctx)
-		first = b.len()
+	// Take records and decide nothing about them.
+	var b *batch
+	for (b == nil || b.len() == 0) && ctx.Err() == nil {
+		b, _ = src.next(ctx, time.Second, 0, 100)
 	}
-	// The next poll must release them (franz-go alone would accept them).
+	first := b.len()
+	// While they are held, the consumer does not poll again.
+	if held, _ := src.next(ctx, 500*time.Millisecond, 0, 100); held.len() != 0 {
+		t.Fatalf("the consumer polled again (%d records) before its poll was acknowledged", held.len())
+	}
+	src.ack(b)
+	if unresolved != first {
+		t.Fatalf("the safety net counted %d undecided records, want %d", unresolved, first)
+	}
+	// They come back: released, not accepted.
 	var redelivered int
 	for redelivered < first && ctx.Err() == nil {
-		b, err := src.poll(ctx)
-		if unresolved == 0 {
-			t.Fatalf("the safety net did not fire; err = %v", err)
-		}
+		b, _ := src.next(ctx, time.Second, 0, 100)
 		for i, r := range b.recs {
-			key := int64(r.Partition)<<40 | r.Offset
-			if r.DeliveryCount() > seen[key] {
-				seen[key] = r.DeliveryCount()
-			}
 			if r.DeliveryCount() >= 2 {
 				redelivered++
 			}
 			b.set(i, kgo.AckAccept)
 		}
+		src.ack(b)
 	}
 	if redelivered < first {
 		t.Fatalf("%d of the %d unresolved records came back; the rest were accepted without being processed", redelivered, first)
@@ -469,5 +475,59 @@ func TestFilteredRecordsLeaveNoHoleInTheLedger(t *testing.T) {
 	t.Logf("%d records, half filtered: %d source partitions, %d committed ranges, %d pending; snapshot %d bytes", n, stats.Partitions, stats.Ranges, stats.Pending, len(snap))
 	if stats.Ranges > 2*stats.Partitions {
 		t.Fatalf("%d committed ranges for %d source partitions: filtered records left holes", stats.Ranges, stats.Partitions)
+	}
+}
+
+func TestTransformConcurrencyRunsABatchsStepsAtOnceAndKeepsItsOrder(t *testing.T) {
+	c := fakeCluster(t)
+	seedOrders(t, c, 200)
+	var inFlight, most atomic.Int32
+	chain := transform.NewChain().Add("0:slow", transform.Func(func(_ context.Context, r *transform.Record) ([]*transform.Record, error) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(2 * time.Millisecond)
+		return []*transform.Record{r}, nil
+	}))
+	p := pipeline(t, c, "")
+	p.Batch.TransformConcurrency = 8
+	p.Workers, p.Batch.Consumers = 1, 1
+	r, err := New(Options{Pipeline: p, Instance: "t", Chain: chain, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, _ := runUntil(t, r, c, 200)
+	if jobs.Records != 200 || len(jobs.BySource) != 200 {
+		t.Fatalf("jobs: %d records from %d sources, want 200 from 200", jobs.Records, len(jobs.BySource))
+	}
+	if m := most.Load(); m < 2 || m > 8 {
+		t.Fatalf("at most %d records were transformed at once, want between 2 and 8", m)
+	}
+	// Within each partition of the output, the outputs of a batch keep
+	// the order of their sources (one worker: the source offsets of a
+	// partition only grow).
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics("jobs"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	last := map[[2]int64]int64{} // (output partition, source partition) -> last source offset
+	seen := 0
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for seen < 200 && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(rec *kgo.Record) {
+			seen++
+			src, ok := lineage.SourceOf(rec)
+			if !ok {
+				t.Fatalf("output without lineage: %v", rec)
+			}
+			k := [2]int64{int64(rec.Partition), int64(src.Partition)}
+			if prev, ok := last[k]; ok && src.Offset < prev {
+				t.Errorf("output partition %d: source %s[%d]@%d after @%d", rec.Partition, src.Topic, src.Partition, src.Offset, prev)
+			}
+			last[k] = src.Offset
+		})
 	}
 }

@@ -4,35 +4,108 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// errUnresolved is returned when a batch is polled while the previous one
-// still has records without an acknowledgement. The source releases them
-// before polling (so nothing is auto-accepted), but it is a bug in the
-// worker, counted as an invariant violation.
-var errUnresolved = errors.New("relay: polled again before every record of the previous batch was acknowledged; released them")
-
-// shareSource is the only way a worker polls. It remembers the batch it
-// handed out and refuses to let franz-go auto-accept any of it: before the
-// next poll, every record of the previous batch that has no acknowledgement
-// is released.
+// shareSource is the only way a worker receives records. It feeds the
+// worker from one or more share consumers ("fetchers") of the group; each
+// fetcher polls its own client in its own goroutine and polls again only
+// once the worker has acknowledged every record of its previous poll —
+// franz-go's next poll would accept whatever is left, so that rule is what
+// keeps a record from being accepted without output. The worker takes
+// every poll that is ready (next) and writes them in one transaction:
+// several fetchers make transactions larger (their fixed cost is shared by
+// more records) and let the next fetch overlap the current commit.
 type shareSource struct {
-	cl   *kgo.Client
-	max  int
-	open *batch
+	fetchers []*fetcher
+	// waiting are polls handed over and not taken yet; arrived is
+	// signalled when one is added.
+	mu      sync.Mutex
+	waiting []*poll
+	arrived chan struct{}
 	// onUnresolved is called with the number of records the safety net
 	// released (a bug indicator).
 	onUnresolved func(n int)
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
-// batch is the records of one poll and the acknowledgement chosen for each.
-// Its records can only be acknowledged through it, once each.
-type batch struct {
+// fetcher is one share consumer of a worker.
+type fetcher struct {
+	cl  *kgo.Client
+	max int
+	// again is signalled when the worker has acknowledged the fetcher's
+	// last poll: it may poll again.
+	again chan struct{}
+}
+
+// poll is what one fetcher's PollRecords returned.
+type poll struct {
+	f    *fetcher
 	recs []*kgo.Record
-	acks []kgo.AckStatus // 0 = not yet decided
-	sent bool
+	err  error
+}
+
+// newShareSource starts a fetcher goroutine per client. Close stops them.
+func newShareSource(clients []*kgo.Client, maxRecords int, onUnresolved func(int)) *shareSource {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &shareSource{arrived: make(chan struct{}, 1), onUnresolved: onUnresolved, cancel: cancel}
+	for _, cl := range clients {
+		f := &fetcher{cl: cl, max: maxRecords, again: make(chan struct{}, 1)}
+		s.fetchers = append(s.fetchers, f)
+		s.wg.Add(1)
+		go s.fetch(ctx, f)
+	}
+	return s
+}
+
+// fetch polls f's client whenever the worker has acknowledged its previous
+// poll, and hands each non-empty poll (or error) to the worker.
+func (s *shareSource) fetch(ctx context.Context, f *fetcher) {
+	defer s.wg.Done()
+	for ctx.Err() == nil {
+		fs := f.cl.PollRecords(ctx, f.max)
+		if ctx.Err() != nil {
+			return
+		}
+		p := &poll{f: f, recs: fs.Records()}
+		fs.EachError(func(t string, part int32, err error) {
+			if p.err == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				p.err = fmt.Errorf("polling %s[%d]: %w", t, part, err)
+			}
+		})
+		if len(p.recs) == 0 && p.err == nil {
+			continue
+		}
+		s.mu.Lock()
+		s.waiting = append(s.waiting, p)
+		s.mu.Unlock()
+		select {
+		case s.arrived <- struct{}{}:
+		default:
+		}
+		if len(p.recs) == 0 {
+			continue // an error alone: nothing to acknowledge
+		}
+		select {
+		case <-f.again:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// batch is the records of one or more polls and the acknowledgement chosen
+// for each. Its records can only be acknowledged through it, once each.
+type batch struct {
+	recs  []*kgo.Record
+	acks  []kgo.AckStatus // 0 = not yet decided
+	polls []*poll         // in order; recs is their records concatenated
+	sent  bool
 }
 
 func (b *batch) len() int { return len(b.recs) }
@@ -62,62 +135,138 @@ func (b *batch) unresolved() int {
 	return n
 }
 
-// poll returns the next batch. If the previous batch still has undecided
-// records they are released first, and errUnresolved is returned with the
-// new batch.
-func (s *shareSource) poll(ctx context.Context) (*batch, error) {
-	var warn error
-	if s.open != nil {
-		if n := s.open.unresolved(); n > 0 {
-			s.open.setAll(kgo.AckRelease)
-			warn = fmt.Errorf("%w (%d records)", errUnresolved, n)
-			if s.onUnresolved != nil {
-				s.onUnresolved(n)
-			}
-		}
-		if !s.open.sent {
-			s.ack(s.open)
-		}
-		s.open = nil
-	}
-	fetches := s.cl.PollRecords(ctx, s.max)
-	var ferr error
-	fetches.EachError(func(t string, p int32, err error) {
-		if ferr == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-			ferr = fmt.Errorf("polling %s[%d]: %w", t, p, err)
-		}
-	})
-	recs := fetches.Records()
-	b := &batch{recs: recs, acks: make([]kgo.AckStatus, len(recs))}
-	if len(recs) > 0 {
-		s.open = b
-	}
-	return b, errors.Join(warn, ferr)
+func (b *batch) add(p *poll) {
+	b.polls = append(b.polls, p)
+	b.recs = append(b.recs, p.recs...)
+	b.acks = append(b.acks, make([]kgo.AckStatus, len(p.recs))...)
 }
 
-// ack hands the batch's acknowledgements to the client, grouped by type.
-// Records still undecided are released. The acknowledgements travel with the
-// next share fetch or an explicit flush.
-func (s *shareSource) ack(b *batch) map[kgo.AckStatus]int {
-	b.setAll(kgo.AckRelease)
-	byType := make(map[kgo.AckStatus][]*kgo.Record, 3)
-	for i, r := range b.recs {
-		byType[b.acks[i]] = append(byType[b.acks[i]], r)
+// next returns the next batch: it waits up to timeout for a first poll,
+// then takes every poll already waiting, and waits up to linger for more
+// while the batch has fewer than most records. An empty batch (and no
+// error) means nothing arrived in time. Errors of polls come back with the
+// records that came with them.
+func (s *shareSource) next(ctx context.Context, timeout, linger time.Duration, most int) (*batch, error) {
+	b := &batch{}
+	var errs []error
+	take := func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for len(s.waiting) > 0 && (b.len() == 0 || b.len() < most) {
+			p := s.waiting[0]
+			s.waiting = s.waiting[1:]
+			if p.err != nil {
+				errs = append(errs, p.err)
+			}
+			if len(p.recs) > 0 {
+				b.add(p)
+			}
+		}
+		if len(s.waiting) > 0 { // more for the next batch
+			select {
+			case s.arrived <- struct{}{}:
+			default:
+			}
+		}
 	}
-	counts := make(map[kgo.AckStatus]int, len(byType))
-	for st, rs := range byType {
-		s.cl.MarkAcks(st, rs...)
-		counts[st] = len(rs)
+	wait := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-s.arrived:
+			return true
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		return false
+	}
+	take()
+	for b.len() == 0 && len(errs) == 0 {
+		if !wait(timeout) {
+			return b, nil
+		}
+		take()
+	}
+	if linger > 0 {
+		deadline := time.Now().Add(linger)
+		for b.len() < most {
+			left := time.Until(deadline)
+			if left <= 0 || !wait(left) {
+				break
+			}
+			take()
+		}
+	}
+	return b, errors.Join(errs...)
+}
+
+// ack hands the batch's acknowledgements to the clients that polled its
+// records, grouped by type, and lets those fetchers poll again. A record
+// still undecided is a bug in the worker (every path decides): it is
+// released, never accepted, and counted by the safety net. The
+// acknowledgements travel with each client's next share fetch or an
+// explicit flush.
+func (s *shareSource) ack(b *batch) map[kgo.AckStatus]int {
+	if n := b.unresolved(); n > 0 && s.onUnresolved != nil {
+		s.onUnresolved(n)
+	}
+	b.setAll(kgo.AckRelease)
+	counts := make(map[kgo.AckStatus]int, 3)
+	i := 0
+	for _, p := range b.polls {
+		byType := make(map[kgo.AckStatus][]*kgo.Record, 3)
+		for _, r := range p.recs {
+			byType[b.acks[i]] = append(byType[b.acks[i]], r)
+			i++
+		}
+		for st, rs := range byType {
+			p.f.cl.MarkAcks(st, rs...)
+			counts[st] += len(rs)
+		}
+		select {
+		case p.f.again <- struct{}{}:
+		default:
+		}
 	}
 	b.sent = true
-	if s.open == b {
-		s.open = nil
-	}
 	return counts
 }
 
-// renew extends the lock of every record of b (KIP-1222). It is an
-// optimisation only: safety never depends on a lock still being held.
-func (s *shareSource) renew(b *batch) {
-	s.cl.MarkAcks(kgo.AckRenew, b.recs...)
+// renew extends the lock of every record of b, and of the polls waiting
+// to be taken (KIP-1222), and sends the renewals. It is an optimisation
+// only: safety never depends on a lock still being held.
+func (s *shareSource) renew(ctx context.Context, b *batch) error {
+	var errs []error
+	s.mu.Lock()
+	polls := append(append([]*poll(nil), b.polls...), s.waiting...)
+	s.mu.Unlock()
+	for _, p := range polls {
+		p.f.cl.MarkAcks(kgo.AckRenew, p.recs...)
+		if err := p.f.cl.FlushAcks(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// clients returns the share consumers.
+func (s *shareSource) clients() []*kgo.Client {
+	out := make([]*kgo.Client, len(s.fetchers))
+	for i, f := range s.fetchers {
+		out[i] = f.cl
+	}
+	return out
+}
+
+// close stops the fetchers. The batch the worker holds must have been
+// acknowledged; polls handed over but not taken are released.
+func (s *shareSource) close() {
+	s.cancel()
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.waiting {
+		p.f.cl.MarkAcks(kgo.AckRelease, p.recs...)
+	}
+	s.waiting = nil
 }

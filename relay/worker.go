@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -35,6 +36,14 @@ type worker struct {
 	limits      *limits // shared with the Relay, which refreshes them
 	txnTimeout  time.Duration
 	pollTimeout time.Duration
+	// linger is how long the worker waits for more polls once one is in,
+	// and most the number of records it stops waiting at (batch.linger,
+	// batch.consumers × batch.max_records).
+	linger time.Duration
+	most   int
+	// concurrency is how many records are transformed at once
+	// (batch.transform_concurrency).
+	concurrency int
 	// renewEvery is how often the locks of a batch in flight are renewed;
 	// 0 disables renewal.
 	renewEvery time.Duration
@@ -106,18 +115,18 @@ func (w *worker) run(ctx context.Context) error {
 				break
 			}
 		}
-		pctx, cancel := context.WithTimeout(ctx, w.pollTimeout)
-		b, err := w.src.poll(pctx)
-		cancel()
-		if err != nil {
-			if errors.Is(err, errUnresolved) {
-				w.log.Error("safety net fired", "err", err)
-			} else if b.len() == 0 {
-				w.health.trouble(w.id, "polling the share group", err)
-				sleepCtx(ctx, backoff)
-				backoff = min(2*backoff, 5*time.Second)
-				continue
-			}
+		polled := time.Now()
+		b, err := w.src.next(ctx, w.pollTimeout, w.linger, w.most)
+		if b.len() > 0 {
+			w.phase(metrics.PhasePoll, polled)
+		} else {
+			w.phase(metrics.PhaseIdle, polled)
+		}
+		if err != nil && b.len() == 0 {
+			w.health.trouble(w.id, "polling the share group", err)
+			sleepCtx(ctx, backoff)
+			backoff = min(2*backoff, 5*time.Second)
+			continue
 		}
 		w.health.fine(w.id)
 		backoff = 100 * time.Millisecond
@@ -139,7 +148,9 @@ func (w *worker) process(ctx context.Context, b *batch) (err error) {
 	stopRenew := w.renewWhileInFlight(ctx, b)
 	defer func() {
 		stopRenew()
+		acked := time.Now()
 		w.acknowledge(b)
+		w.phase(metrics.PhaseAck, acked)
 		d := time.Since(start)
 		w.m.BatchSeconds.Observe(d.Seconds())
 		if lock := w.limits.lock(); lock > 0 {
@@ -157,31 +168,42 @@ func (w *worker) process(ctx context.Context, b *batch) (err error) {
 	}
 
 	// 1. Records an earlier transaction already committed are done.
+	transformed := time.Now()
 	done := w.guard.Committed(srcs)
-	plans := make([]plan, b.len())
-	var pending []int
-	for i, r := range b.recs {
+	var todo []int
+	for i := range b.recs {
 		if done[i] {
 			b.set(i, kgo.AckAccept)
 			w.m.AlreadyCommitted.WithLabelValues(w.label).Inc()
 			continue
 		}
-		// 2. Transform. A filtered record (no outputs) is claimed with
-		// the others, so the ledger's committed set has no hole for it.
-		p, release := w.transform(ctx, r)
-		if release {
+		todo = append(todo, i)
+	}
+	// 2. Transform. A filtered record (no outputs) is claimed with the
+	// others, so the ledger's committed set has no hole for it.
+	plans, release := w.transformAll(ctx, b, todo)
+	var pending []int
+	for _, i := range todo {
+		if release[i] {
 			b.set(i, kgo.AckRelease)
 			continue
 		}
-		plans[i] = p
 		pending = append(pending, i)
 	}
+	w.phase(metrics.PhaseTransform, transformed)
 
 	// 3. Write the plans in transactions until every pending record is
 	// committed (accept), committed by an earlier transaction (accept),
 	// or released. A transaction takes what every topic it writes can
 	// take in one batch; an output too large for its topic on its own is
-	// dead-lettered without being tried.
+	// dead-lettered without being tried. Whatever is still pending when
+	// the worker gives up is released: it comes back, and the ledger
+	// decides who writes it.
+	defer func() {
+		for _, i := range pending {
+			b.set(i, kgo.AckRelease)
+		}
+	}()
 	for len(pending) > 0 {
 		now, later := w.fit(b, plans, pending)
 		out := w.write(ctx, b, plans, srcs, now)
@@ -218,7 +240,7 @@ func (w *worker) process(ctx context.Context, b *batch) (err error) {
 			}
 		case notCommitted:
 			w.failures++
-			return nil // the deferred acknowledge releases the rest
+			return nil
 		case fenced:
 			// A newer producer with our transactional id took over —
 			// or our own client's recovery was refused: after a
@@ -234,7 +256,7 @@ func (w *worker) process(ctx context.Context, b *batch) (err error) {
 			w.fencedAt = time.Now()
 			w.stale = true
 			w.log.Warn("producer fenced; re-creating it (stops if fenced again soon: another instance with this name)", "err", out.err)
-			return nil // the batch is released
+			return nil
 		}
 	}
 	return nil
@@ -381,7 +403,10 @@ func (w *worker) write(ctx context.Context, b *batch, plans []plan, srcs []eos.S
 		w.stale = true
 		return w.failed("begin", err, nil)
 	}
-	if err := w.prod.Produce(tctx, append(recs, claims...)...); err != nil {
+	produced := time.Now()
+	err = w.prod.Produce(tctx, append(recs, claims...)...)
+	w.phase(metrics.PhaseProduce, produced)
+	if err != nil {
 		aerr := w.abort(tctx)
 		var we *txn.WriteError
 		if errors.As(err, &we) {
@@ -412,7 +437,10 @@ func (w *worker) write(ctx context.Context, b *batch, plans []plan, srcs []eos.S
 	}
 	var conflicts []bool
 	if len(claims) > 0 {
-		if conflicts, err = w.guard.Check(tctx); err != nil {
+		checked := time.Now()
+		conflicts, err = w.guard.Check(tctx)
+		w.phase(metrics.PhaseClaimCheck, checked)
+		if err != nil {
 			aerr := w.abort(tctx)
 			if errors.Is(err, eos.ErrClaimWaitTimeout) || errors.Is(err, eos.ErrClaimNotPending) {
 				w.m.Transactions.WithLabelValues(w.label, metrics.TxnAborted).Inc()
@@ -446,7 +474,9 @@ func (w *worker) write(ctx context.Context, b *batch, plans []plan, srcs []eos.S
 	if err := failpoint.Hit(failpoint.BeforeCommit); err != nil {
 		return w.failed("failpoint", err, w.abort(tctx))
 	}
+	committing := time.Now()
 	result, err := w.prod.Commit(tctx)
+	w.phase(metrics.PhaseCommit, committing)
 	switch result {
 	case txn.Committed:
 		w.m.Transactions.WithLabelValues(w.label, metrics.TxnCommitted).Inc()
@@ -588,6 +618,11 @@ func (w *worker) probe(ctx context.Context) error {
 	return nil
 }
 
+// phase records the time since start as spent in phase.
+func (w *worker) phase(phase string, start time.Time) {
+	w.m.PhaseSeconds.WithLabelValues(phase).Observe(time.Since(start).Seconds())
+}
+
 // countCommitted counts what a committed transaction wrote.
 func (w *worker) countCommitted(plans []plan, pending []int) {
 	for _, i := range pending {
@@ -640,9 +675,8 @@ func (w *worker) renewWhileInFlight(ctx context.Context, b *batch) func() {
 				return
 			case <-t.C:
 			}
-			w.src.renew(b)
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.renewEvery)
-			if err := w.src.cl.FlushAcks(fctx); err != nil {
+			if err := w.src.renew(fctx, b); err != nil {
 				w.log.Debug("renewing locks", "err", err)
 			}
 			cancel()
@@ -654,6 +688,35 @@ func (w *worker) renewWhileInFlight(ctx context.Context, b *batch) func() {
 
 // transform runs the chain on r and returns its plan, or release=true when
 // the record should be delivered again.
+// transformAll transforms the records todo of b, up to w.concurrency at a
+// time (batch.transform_concurrency); the plans keep the batch's order
+// whatever order the transforms finish in.
+func (w *worker) transformAll(ctx context.Context, b *batch, todo []int) (plans []plan, release []bool) {
+	plans, release = make([]plan, b.len()), make([]bool, b.len())
+	if w.concurrency <= 1 || len(todo) <= 1 {
+		for _, i := range todo {
+			plans[i], release[i] = w.transform(ctx, b.recs[i])
+		}
+		return plans, release
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(w.concurrency, len(todo)) {
+		wg.Go(func() {
+			for i := range next {
+				plans[i], release[i] = w.transform(ctx, b.recs[i])
+			}
+		})
+	}
+	for _, i := range todo {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return plans, release
+}
+
+// transform runs the chain on one record. It is safe for concurrent use.
 func (w *worker) transform(ctx context.Context, r *kgo.Record) (p plan, release bool) {
 	in := &transform.Record{
 		Topic: w.outputTopic,
