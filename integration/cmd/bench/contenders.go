@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,15 +38,17 @@ type contender struct {
 	name     string
 	delivery string // relay contenders: config.AtLeastOnce or config.ExactlyOnce
 	produces bool   // writes an output topic (checked afterwards)
+	classic  bool   // a classic consumer group, not a share group
 }
 
 var (
-	rawShare = contender{name: "raw-share"}
-	copier   = contender{name: "copier", produces: true}
-	relayALO = contender{name: "relay-alo", delivery: config.AtLeastOnce, produces: true}
-	relayEOS = contender{name: "relay-eos", delivery: config.ExactlyOnce, produces: true}
+	rawShare   = contender{name: "raw-share"}
+	copier     = contender{name: "copier", produces: true}
+	relayALO   = contender{name: "relay-alo", delivery: config.AtLeastOnce, produces: true}
+	relayEOS   = contender{name: "relay-eos", delivery: config.ExactlyOnce, produces: true}
+	classicEOS = contender{name: "classic-eos", produces: true, classic: true}
 
-	contenders = []contender{rawShare, copier, relayALO, relayEOS}
+	contenders = []contender{rawShare, copier, relayALO, relayEOS, classicEOS}
 )
 
 func (c contender) isRelay() bool { return c.delivery != "" }
@@ -56,9 +60,16 @@ type trial struct {
 	run    int
 	source string
 	n      int    // records in source
-	name   string // pipeline, share group and topic prefix
+	name   string // pipeline, group and topic prefix
 	output string // "" when the contender writes nothing
 	dlq    string // relay contenders
+	// workers is the number of consumers (the relay's workers),
+	// maxRecords the records per poll (the relay's batch.max_records).
+	workers, maxRecords int
+	// delay is the transform's time per record (0: none).
+	delay time.Duration
+	// batch are extra lines of the relay's batch: section.
+	batch map[string]string
 }
 
 // tracker times a run: from the first record received to the moment the
@@ -117,8 +128,16 @@ func (t *tracker) elapsed() time.Duration {
 // runTrial runs one contender over the source topic and returns its
 // result. Topics it created are appended to *created.
 func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runResult, error) {
-	if err := b.newGroup(ctx, t.name); err != nil {
-		return runResult{}, err
+	if t.workers == 0 {
+		t.workers = b.opts.workers
+	}
+	if t.maxRecords == 0 {
+		t.maxRecords = maxRecords
+	}
+	if !t.c.classic {
+		if err := b.newGroup(ctx, t.name); err != nil {
+			return runResult{}, err
+		}
 	}
 	if t.c.produces {
 		t.output = t.name + ".out"
@@ -146,10 +165,15 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 	tr := newTracker(t.n)
 	tc := newTraceCollector(b.opts.trace)
 	tc.startCPU(b.br.pid())
+	resetPeakRSS()
 	began := time.Now()
-	if t.c.isRelay() {
-		err = b.runRelay(ctx, t, tr, tc)
-	} else {
+	var phases map[string]float64
+	switch {
+	case t.c.isRelay():
+		phases, err = b.runRelay(ctx, t, tr, tc)
+	case t.c.classic:
+		err = b.runClassic(ctx, t, tr, tc)
+	default:
 		err = b.runShareClients(ctx, t, tr, tc)
 	}
 	tc.stopCPU()
@@ -158,13 +182,17 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 		return runResult{}, fmt.Errorf("%s, run %d: %w", t.c.name, t.run, err)
 	}
 	el := tr.elapsed()
-	rr := runResult{Run: t.run, Seconds: el.Seconds(), RecPerSec: float64(t.n) / el.Seconds()}
+	rr := runResult{Run: t.run, Workers: t.workers, Seconds: el.Seconds(), RecPerSec: float64(t.n) / el.Seconds(),
+		PeakRSSMB: peakRSSMB(), Phases: phases}
 	label := fmt.Sprintf("run %d", t.run)
 	if t.run == 0 {
 		label = "warm-up"
 	}
-	progress("  %-10s %s: %d records in %s = %.0f rec/s (whole run incl. start and stop %s)",
-		t.c.name, label, t.n, el.Round(time.Millisecond), rr.RecPerSec, time.Since(began).Round(100*time.Millisecond))
+	progress("  %-11s %s, %d workers: %d records in %s = %.0f rec/s (whole run incl. start and stop %s; peak RSS %.0f MB)",
+		t.c.name, label, t.workers, t.n, el.Round(time.Millisecond), rr.RecPerSec, time.Since(began).Round(100*time.Millisecond), rr.PeakRSSMB)
+	if len(phases) > 0 {
+		progress("  %-11s phases: %s", t.c.name, formatPhases(phases))
+	}
 	tc.print(t.c.name)
 
 	if t.output != "" {
@@ -204,26 +232,8 @@ func (b *bench) startProfile(t trial) (stop func(), err error) {
 // await waits until tr has every record acknowledged, then until the share
 // group's lag is 0. failed reports a contender that stopped on its own.
 func (b *bench) await(ctx context.Context, t trial, tr *tracker, failed <-chan error) error {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	lastAcked, lastProgress := int64(-1), time.Now()
-wait:
-	for {
-		select {
-		case <-tr.done:
-			break wait
-		case err := <-failed:
-			return fmt.Errorf("stopped before the end: %w", err)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-			_, acked := tr.counts()
-			if acked != lastAcked {
-				lastAcked, lastProgress = acked, time.Now()
-			} else if time.Since(lastProgress) > stallTimeout {
-				return fmt.Errorf("no progress for %s (%d of %d records acknowledged)", stallTimeout, acked, t.n)
-			}
-		}
+	if err := b.awaitAcked(ctx, t, tr, failed); err != nil {
+		return err
 	}
 	if err := b.waitLagZero(ctx, t.name, t.source, lagTimeout); err != nil {
 		if ctx.Err() != nil {
@@ -266,13 +276,13 @@ func (b *bench) runShareClients(ctx context.Context, t trial, tr *tracker, tc *t
 	wctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	failed := make(chan error, b.opts.workers)
-	for i := range b.opts.workers {
+	failed := make(chan error, t.workers)
+	for i := range t.workers {
 		cons, err := kgo.NewClient(b.clientOpts(
 			kgo.ClientID(fmt.Sprintf("%s-%d", t.name, i)),
 			kgo.ShareGroup(t.name),
 			kgo.ConsumeTopics(t.source),
-			kgo.ShareMaxRecords(maxRecords),
+			kgo.ShareMaxRecords(int32(t.maxRecords)),
 			tc.hooks(),
 		)...)
 		if err != nil {
@@ -287,7 +297,7 @@ func (b *bench) runShareClients(ctx context.Context, t trial, tr *tracker, tc *t
 		go func() {
 			defer wg.Done()
 			defer closeHandler()
-			if err := shareLoop(wctx, cons, tr, handle); err != nil {
+			if err := shareLoop(wctx, cons, t.maxRecords, tr, handle); err != nil {
 				failed <- fmt.Errorf("worker %d: %w", i, err)
 			}
 		}()
@@ -343,7 +353,7 @@ func (b *bench) newHandler(t trial, tr *tracker, tc *traceCollector) (batchHandl
 
 // shareLoop polls cons and hands every batch to handle until ctx ends,
 // then flushes the acknowledgements, leaves the group and closes cons.
-func shareLoop(ctx context.Context, cons *kgo.Client, tr *tracker, handle batchHandler) error {
+func shareLoop(ctx context.Context, cons *kgo.Client, most int, tr *tracker, handle batchHandler) error {
 	defer func() {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
@@ -357,7 +367,7 @@ func shareLoop(ctx context.Context, cons *kgo.Client, tr *tracker, handle batchH
 	}()
 	warned := 0
 	for {
-		fs := cons.PollRecords(ctx, maxRecords)
+		fs := cons.PollRecords(ctx, most)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -378,8 +388,7 @@ func shareLoop(ctx context.Context, cons *kgo.Client, tr *tracker, handle batchH
 	}
 }
 
-// pipelineYAML is the relay contenders' pipeline file: identity transform
-// (no transforms), batch.max_records 500.
+// pipelineYAML is the relay contenders' pipeline file.
 const pipelineYAML = `name: %s
 brokers: [%s]
 delivery: %s
@@ -394,18 +403,34 @@ dead_letter:
   topic: %q
 batch:
   max_records: %d
-transforms: []
+%stransforms: %s
 `
 
 // pipeline builds the trial's pipeline the way `relay run` does: from YAML
-// through config.Parse.
+// through config.Parse. The transform chain is empty, or a delay of
+// t.delay per record.
 func (b *bench) pipeline(t trial) (*config.Pipeline, error) {
 	quoted := make([]string, len(b.br.seeds))
 	for i, s := range b.br.seeds {
 		quoted[i] = fmt.Sprintf("%q", s)
 	}
-	y := fmt.Sprintf(pipelineYAML, t.name, strings.Join(quoted, ", "), t.c.delivery, b.opts.workers,
-		t.source, t.name, t.output, t.dlq, maxRecords)
+	var batch strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(t.batch)) {
+		fmt.Fprintf(&batch, "  %s: %s\n", k, t.batch[k])
+	}
+	transforms := "[]"
+	if t.delay > 0 {
+		transforms = fmt.Sprintf("[{type: delay, duration: %s}]", t.delay)
+	}
+	workers, most := t.workers, t.maxRecords
+	if workers == 0 {
+		workers = b.opts.workers
+	}
+	if most == 0 {
+		most = maxRecords
+	}
+	y := fmt.Sprintf(pipelineYAML, t.name, strings.Join(quoted, ", "), t.c.delivery, workers,
+		t.source, t.name, t.output, t.dlq, most, batch.String(), transforms)
 	p, err := config.Parse(t.name+".yaml", []byte(y), nil)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %s: %w", t.name, err)

@@ -87,7 +87,8 @@ func (l *stampLog) promise(r *kgo.Record, err error) {
 func (b *bench) latency(ctx context.Context, c contender, size int) (latencyResult, error) {
 	res := latencyResult{Contender: c.name, Size: size, Rate: b.opts.rate, Duration: b.opts.latencyDuration.String()}
 	name := b.name(fmt.Sprintf("lat%dB", size), c.name)
-	t := trial{c: c, size: size, name: name, source: name + ".src", output: name + ".out", dlq: name + ".dlq"}
+	t := trial{c: c, size: size, name: name, source: name + ".src", output: name + ".out", dlq: name + ".dlq",
+		workers: b.opts.workers, maxRecords: maxRecords}
 	created := []string{t.source, t.output, t.dlq}
 	if c.delivery == config.ExactlyOnce {
 		ledger := name + config.DefaultLedgerSuffix
@@ -158,7 +159,7 @@ func (b *bench) latency(ctx context.Context, c contender, size int) (latencyResu
 	// Warm up: every worker joined the share group, an output is
 	// visible (every client connected), then a steady stream at the
 	// measured rate.
-	if err := b.waitMembers(lctx, t.name, b.opts.workers, joinTimeout); err != nil {
+	if err := b.waitMembers(lctx, t.name, t.workers, joinTimeout); err != nil {
 		progress("warning: latency %s: %v", c.name, err)
 	}
 	if err := warmUp(lctx, prod, rng, size, visible, failed); err != nil {
@@ -188,7 +189,7 @@ func (b *bench) latency(ctx context.Context, c contender, size int) (latencyResu
 	}
 	cancel()
 	wg.Wait()
-	tc.relayBatches(r.Metrics(), b.opts.workers)
+	tc.relayBatches(r.Metrics(), t.workers)
 	tc.print(c.name + " (latency)")
 
 	lat, missing := latencies(appended, visible)

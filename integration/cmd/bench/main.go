@@ -14,34 +14,54 @@
 //
 // Throughput. For each value size (-sizes) a source topic of 3 partitions
 // is loaded once with -records records (keyed, JSON values with an id).
-// Then four contenders read that same topic, each through its own fresh
-// share group (share.auto.offset.reset=earliest), until every record is
-// acknowledged:
+// Then five contenders read that same topic, each through its own fresh
+// group, until every record is acknowledged:
 //
-//	raw-share   franz-go share consumers that accept every record
-//	            explicitly and produce nothing: the ceiling
-//	copier      the copier a user would write by hand: share consume,
-//	            idempotent produce (acks=all) to an output topic, wait for
-//	            the batch's produce acks, accept the batch; no transaction
-//	relay-alo   the relay in-process, delivery: at-least-once, no
-//	            transforms, batch.max_records 500
-//	relay-eos   the same with delivery: exactly-once (its own claim
-//	            ledger, <pipeline>.ledger)
+//	raw-share    franz-go share consumers that accept every record
+//	             explicitly and produce nothing: the ceiling
+//	copier       the copier a user would write by hand: share consume,
+//	             idempotent produce (acks=all) to an output topic, wait for
+//	             the batch's produce acks, accept the batch; no transaction
+//	relay-alo    the relay in-process, delivery: at-least-once, no
+//	             transforms, batch.max_records 500, other batch settings
+//	             at their defaults
+//	relay-eos    the same with delivery: exactly-once (its own claim
+//	             ledger, <pipeline>.ledger)
+//	classic-eos  the exactly-once copier a team would write without share
+//	             groups: franz-go's GroupTransactSession on a classic
+//	             consumer group, read_committed, each poll produced and
+//	             committed with its offsets in one transaction
 //
 // A warm-up pass (-warmup) first runs every contender once, untimed, over a
 // small topic: a fresh broker creates its internal share-group and
 // transaction state topics on first use.
 //
-// Every contender runs -workers share consumers, and every contender that
-// writes gets a fresh output topic of 3 partitions, read back afterwards
+// Every contender runs -workers consumers, and every contender that writes
+// gets a fresh output topic of 3 partitions, read back afterwards
 // (read_committed) to check it holds one output per source record. A run is
 // timed from the first record received to the last record acknowledged
 // (the acknowledgement handed to the share consumer, which sends it with
-// its next fetch); the share group's lag must then reach 0 before the
-// contender is stopped. The contender set is repeated -runs times,
-// interleaved (a b c d, a b c d, ...) to spread machine noise, and the
-// median records/s of each contender is reported with the ratios between
-// them.
+// its next fetch; for classic-eos, the commit); the share group's lag must
+// then reach 0 before the contender is stopped. The contender set is
+// repeated -runs times, interleaved (a b c d e, a b c d e, ...) to spread
+// machine noise, and the median records/s of each contender is reported
+// with the ratios between them, the peak resident set size of this process
+// during the run (the relay runs in it), and for the relay the share of the
+// workers' time per phase of a batch (sharerelay_phase_seconds: poll, idle,
+// transform, produce, claim_check, commit, ack).
+//
+// relay-eos and classic-eos are also compared at each of -classic-workers
+// on the first size. The scaling table (-scaling) gives every record a
+// transform of -scaling-delay (a delay step; for classic-eos a sleep per
+// record): classic-eos with one consumer per partition against relay-eos
+// at each of -scaling-workers, and at the first of them with
+// batch.transform_concurrency -scaling-concurrency. Polls are 20 records
+// there, so that every worker gets records.
+//
+// The goals of the throughput issue are checked on the medians at the end
+// (and written to the JSON output): relay-alo ≥ 0.9× copier, relay-eos ≥
+// 0.8× copier and ≥ 0.9× relay-alo per size, relay-eos ≥ 1.0× classic-eos,
+// and ≥ 1.8× classic-eos at 6 workers in the scaling table.
 //
 // Latency (-latency). For relay-alo and relay-eos in turn, a steady producer
 // writes -rate records/s for -latency-duration into a fresh source topic
@@ -69,6 +89,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -90,6 +111,17 @@ type options struct {
 	warmUp          bool
 	trace           bool
 	cpuProfileDir   string
+	// classicWorkers are the extra worker counts at which relay-eos and
+	// classic-eos are compared (the throughput table covers workers).
+	classicWorkers []int
+	// The scaling table.
+	scaling            bool
+	scalingRecords     int
+	scalingDelay       time.Duration
+	scalingWorkers     []int
+	scalingConcurrency int
+	// only, when set, limits the throughput table to these contenders.
+	only []string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -106,8 +138,35 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.warmUp, "warmup", true, "first run every contender once over a small topic, untimed")
 	fs.BoolVar(&o.trace, "trace", false, "print request latencies and relay batch phases after each contender run")
 	fs.StringVar(&o.cpuProfileDir, "cpuprofile-dir", "", "write a CPU profile of each contender run into this directory")
+	classicWorkers := fs.String("classic-workers", "3", "extra worker counts, comma separated, at which relay-eos and classic-eos are compared on the first size (\"\" for none)")
+	fs.BoolVar(&o.scaling, "scaling", true, "run the scaling table (a slow transform)")
+	fs.IntVar(&o.scalingRecords, "scaling-records", 6000, "records of the scaling table")
+	fs.DurationVar(&o.scalingDelay, "scaling-delay", 5*time.Millisecond, "transform time per record in the scaling table")
+	scalingWorkers := fs.String("scaling-workers", "3,6,12", "relay-eos worker counts of the scaling table")
+	fs.IntVar(&o.scalingConcurrency, "scaling-concurrency", 8, "batch.transform_concurrency of an extra scaling row at the first worker count (0 or 1: no extra row)")
+	only := fs.String("contenders", "", "only these contenders in the throughput table, comma separated (default all)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	var err error
+	if o.classicWorkers, err = intList("-classic-workers", *classicWorkers, 1, config.MaxWorkers); err != nil {
+		return o, err
+	}
+	if o.scalingWorkers, err = intList("-scaling-workers", *scalingWorkers, 1, config.MaxWorkers); err != nil {
+		return o, err
+	}
+	if o.scaling && len(o.scalingWorkers) == 0 {
+		return o, fmt.Errorf("-scaling-workers: at least one worker count")
+	}
+	for name := range strings.SplitSeq(*only, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if !slices.ContainsFunc(contenders, func(c contender) bool { return c.name == name }) {
+			return o, fmt.Errorf("-contenders: unknown contender %q", name)
+		}
+		o.only = append(o.only, name)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
@@ -130,8 +189,27 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-rate must be at least 1, got %d", o.rate)
 	case o.latency && o.latencyDuration <= 0:
 		return o, fmt.Errorf("-latency-duration must be positive, got %s", o.latencyDuration)
+	case o.scaling && (o.scalingRecords < 1 || o.scalingDelay < 0):
+		return o, fmt.Errorf("-scaling-records must be at least 1 and -scaling-delay not negative")
 	}
 	return o, nil
+}
+
+// intList parses a comma-separated list of integers between lo and hi.
+func intList(flag, s string, lo, hi int) ([]int, error) {
+	var out []int
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		n, err := strconv.Atoi(part)
+		if err != nil || n < lo || n > hi {
+			return nil, fmt.Errorf("%s: %q is not a number between %d and %d", flag, part, lo, hi)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func main() {
@@ -199,6 +277,25 @@ func run(ctx context.Context, opts options) (err error) {
 		res.Throughput = append(res.Throughput, sr)
 		printSize(os.Stdout, sr)
 	}
+	for _, w := range opts.classicWorkers {
+		if w == opts.workers {
+			continue // in the throughput table
+		}
+		cr, err := b.compareClassic(ctx, opts.sizes[0], w)
+		if err != nil {
+			return fmt.Errorf("relay-eos vs classic-eos at %d workers: %w", w, err)
+		}
+		res.Classic = append(res.Classic, cr)
+	}
+	printClassic(os.Stdout, res.Classic)
+	if opts.scaling {
+		sc, err := b.scaling(ctx)
+		if err != nil {
+			return fmt.Errorf("scaling: %w", err)
+		}
+		res.Scaling = sc
+		printScaling(os.Stdout, sc)
+	}
 	if opts.latency {
 		size := opts.sizes[0]
 		for _, c := range []contender{relayALO, relayEOS} {
@@ -211,6 +308,8 @@ func run(ctx context.Context, opts options) (err error) {
 		printLatency(os.Stdout, res.Latency)
 	}
 	res.EOSOverALO = printSummary(os.Stdout, res.Throughput)
+	res.Goals = goals(res)
+	printGoals(os.Stdout, res.Goals)
 	res.Elapsed = time.Since(began).Round(time.Millisecond).String()
 	if opts.jsonPath != "" {
 		if err := writeJSON(opts.jsonPath, res); err != nil {

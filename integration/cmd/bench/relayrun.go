@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,15 +23,16 @@ import (
 const relayInstance = "bench"
 
 // runRelay runs the relay in-process on the trial's pipeline until every
-// record is acknowledged, then stops it.
-func (b *bench) runRelay(ctx context.Context, t trial, tr *tracker, tc *traceCollector) error {
+// record is acknowledged, then stops it. It returns the seconds the
+// workers spent per phase (sharerelay_phase_seconds).
+func (b *bench) runRelay(ctx context.Context, t trial, tr *tracker, tc *traceCollector) (map[string]float64, error) {
 	p, err := b.pipeline(t)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r, closeRelay, err := b.newRelay(ctx, p, tc, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	var (
@@ -44,17 +46,53 @@ func (b *bench) runRelay(ctx context.Context, t trial, tr *tracker, tc *traceCol
 			failed <- fmt.Errorf("the relay returned: %v", runErr)
 		}
 	})
-	wg.Go(func() { followMetrics(rctx, r.Metrics(), b.opts.workers, tr) })
+	wg.Go(func() { followMetrics(rctx, r.Metrics(), t.workers, tr) })
 
 	err = b.await(ctx, t, tr, failed)
+	// The phases up to the last acknowledgement, not the shutdown.
+	phases := phaseSeconds(r.Metrics())
 	cancel()
 	wg.Wait()
 	closeRelay()
-	tc.relayBatches(r.Metrics(), b.opts.workers)
+	tc.relayBatches(r.Metrics(), t.workers)
 	if err == nil && runErr != nil {
 		err = fmt.Errorf("stopping the relay: %w", runErr)
 	}
-	return err
+	return phases, err
+}
+
+// phaseOrder is the order phases are printed in.
+var phaseOrder = []string{metrics.PhasePoll, metrics.PhaseIdle, metrics.PhaseTransform, metrics.PhaseProduce,
+	metrics.PhaseClaimCheck, metrics.PhaseCommit, metrics.PhaseAck}
+
+// phaseSeconds reads the seconds spent per phase from the relay's
+// sharerelay_phase_seconds histogram.
+func phaseSeconds(m *metrics.Metrics) map[string]float64 {
+	out := make(map[string]float64, len(phaseOrder))
+	for _, ph := range phaseOrder {
+		var d dto.Metric
+		if h, ok := m.PhaseSeconds.WithLabelValues(ph).(prometheus.Metric); ok && h.Write(&d) == nil {
+			out[ph] = d.GetHistogram().GetSampleSum()
+		}
+	}
+	return out
+}
+
+// formatPhases prints each phase's share of the time the phases add up to
+// (the workers' time), with the seconds.
+func formatPhases(ph map[string]float64) string {
+	total := 0.0
+	for _, v := range ph {
+		total += v
+	}
+	if total == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range phaseOrder {
+		parts = append(parts, fmt.Sprintf("%s %.0f%% (%.2fs)", k, 100*ph[k]/total, ph[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // newRelay creates the relay of pipeline p. With tracing it wraps the

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -22,8 +23,11 @@ type results struct {
 	Workers    int             `json:"workers"`
 	Sizes      []int           `json:"sizes"`
 	Throughput []sizeResult    `json:"throughput"`
+	Classic    []classicResult `json:"classic,omitempty"`
+	Scaling    *scalingResult  `json:"scaling,omitempty"`
 	Latency    []latencyResult `json:"latency,omitempty"`
 	EOSOverALO float64         `json:"eos_over_alo"`
+	Goals      []goal          `json:"goals"`
 }
 
 // sizeResult is the throughput of every contender for one value size.
@@ -37,19 +41,57 @@ type sizeResult struct {
 // contenderResult summarises a contender's runs.
 type contenderResult struct {
 	Name       string      `json:"name"`
+	Workers    int         `json:"workers"`
 	Runs       []runResult `json:"runs"`
 	Median     float64     `json:"median_rec_per_s"`
 	Min        float64     `json:"min_rec_per_s"`
 	Max        float64     `json:"max_rec_per_s"`
-	RatioVsRaw float64     `json:"ratio_vs_raw"`
+	RatioVsRaw float64     `json:"ratio_vs_raw,omitempty"`
+	// PeakRSSMB is the largest peak resident set size of the process
+	// over the runs.
+	PeakRSSMB float64 `json:"peak_rss_mb"`
+	// Phases are the relay workers' seconds per phase, summed over the
+	// runs.
+	Phases map[string]float64 `json:"phases,omitempty"`
 }
 
 // runResult is one run of one contender.
 type runResult struct {
-	Run       int     `json:"run"`
-	Seconds   float64 `json:"seconds"`
-	RecPerSec float64 `json:"rec_per_s"`
-	Warning   string  `json:"warning,omitempty"`
+	Run       int                `json:"run"`
+	Workers   int                `json:"workers"`
+	Seconds   float64            `json:"seconds"`
+	RecPerSec float64            `json:"rec_per_s"`
+	PeakRSSMB float64            `json:"peak_rss_mb"`
+	Phases    map[string]float64 `json:"phases,omitempty"`
+	Warning   string             `json:"warning,omitempty"`
+}
+
+// classicResult compares relay-eos with classic-eos at one worker count.
+type classicResult struct {
+	Workers  int             `json:"workers"`
+	Size     int             `json:"size"`
+	RelayEOS contenderResult `json:"relay_eos"`
+	Classic  contenderResult `json:"classic_eos"`
+	Ratio    float64         `json:"relay_eos_over_classic_eos"`
+}
+
+// scalingResult is the scaling table: a slow transform, relay-eos at
+// several worker counts against classic-eos at one consumer per partition.
+type scalingResult struct {
+	Records  int               `json:"records"`
+	DelayMS  float64           `json:"transform_ms_per_record"`
+	Classic  contenderResult   `json:"classic_eos"`
+	Relay    []contenderResult `json:"relay_eos"`
+	Ratios   []float64         `json:"relay_over_classic"`
+	Describe []string          `json:"describe"`
+}
+
+// goal is one target of the throughput issue, checked on the medians.
+type goal struct {
+	What   string  `json:"what"`
+	Value  float64 `json:"value"`
+	Target float64 `json:"target"`
+	Met    bool    `json:"met"`
 }
 
 // latencyResult is the latency of one relay contender.
@@ -84,7 +126,7 @@ func (b *bench) throughput(ctx context.Context, size int) (sizeResult, error) {
 	runs := make(map[string][]runResult)
 	for run := 1; run <= b.opts.runs; run++ {
 		progress("%d B values, run %d of %d", size, run, b.opts.runs)
-		for _, c := range contenders {
+		for _, c := range b.contenders() {
 			t := trial{c: c, size: size, run: run, source: src, n: b.opts.records,
 				name: b.name(prefix, fmt.Sprintf("r%d", run), c.name)}
 			rr, err := b.runTrial(ctx, t, &created)
@@ -96,7 +138,7 @@ func (b *bench) throughput(ctx context.Context, size int) (sizeResult, error) {
 	}
 
 	medians := make(map[string]float64)
-	for _, c := range contenders {
+	for _, c := range b.contenders() {
 		cr := summarize(c.name, runs[c.name])
 		medians[c.name] = cr.Median
 		sr.Contenders = append(sr.Contenders, cr)
@@ -104,13 +146,112 @@ func (b *bench) throughput(ctx context.Context, size int) (sizeResult, error) {
 	for i := range sr.Contenders {
 		sr.Contenders[i].RatioVsRaw = ratio(sr.Contenders[i].Median, medians[rawShare.name])
 	}
-	sr.Ratios = map[string]float64{
-		"relay-alo/raw":       ratio(medians[relayALO.name], medians[rawShare.name]),
-		"relay-eos/raw":       ratio(medians[relayEOS.name], medians[rawShare.name]),
-		"relay-eos/relay-alo": ratio(medians[relayEOS.name], medians[relayALO.name]),
-		"copier/raw":          ratio(medians[copier.name], medians[rawShare.name]),
+	sr.Ratios = make(map[string]float64, len(ratioPairs))
+	for _, rp := range ratioPairs {
+		sr.Ratios[rp.key()] = ratio(medians[rp.a], medians[rp.b])
 	}
 	return sr, nil
+}
+
+// ratioPair is a ratio of two contenders' medians.
+type ratioPair struct{ a, b string }
+
+func (r ratioPair) key() string { return r.a + "/" + r.b }
+
+// ratioPairs are the ratios reported per size, in print order.
+var ratioPairs = []ratioPair{
+	{relayALO.name, copier.name}, {relayEOS.name, copier.name}, {relayEOS.name, relayALO.name},
+	{relayEOS.name, classicEOS.name}, {copier.name, rawShare.name}, {relayEOS.name, rawShare.name},
+}
+
+// compareClassic runs relay-eos and classic-eos at a worker count over a
+// source topic of size-byte values, -runs times, interleaved.
+func (b *bench) compareClassic(ctx context.Context, size, workers int) (classicResult, error) {
+	cr := classicResult{Workers: workers, Size: size}
+	prefix := fmt.Sprintf("cmp%dw%dB", workers, size)
+	src := b.name(prefix, "src")
+	created := []string{src}
+	defer func() { b.deleteTopics(created...) }()
+	if err := b.createTopic(ctx, src, sourcePartitions, nil); err != nil {
+		return cr, err
+	}
+	if err := b.load(ctx, src, size, b.opts.records); err != nil {
+		return cr, err
+	}
+	runs := make(map[string][]runResult)
+	for run := 1; run <= b.opts.runs; run++ {
+		progress("relay-eos vs classic-eos at %d workers, %d B values, run %d of %d", workers, size, run, b.opts.runs)
+		for _, c := range []contender{relayEOS, classicEOS} {
+			t := trial{c: c, size: size, run: run, source: src, n: b.opts.records, workers: workers,
+				name: b.name(prefix, fmt.Sprintf("r%d", run), c.name)}
+			rr, err := b.runTrial(ctx, t, &created)
+			if err != nil {
+				return cr, err
+			}
+			runs[c.name] = append(runs[c.name], rr)
+		}
+	}
+	cr.RelayEOS, cr.Classic = summarize(relayEOS.name, runs[relayEOS.name]), summarize(classicEOS.name, runs[classicEOS.name])
+	cr.Ratio = ratio(cr.RelayEOS.Median, cr.Classic.Median)
+	return cr, nil
+}
+
+// scaling runs the scaling table: every record takes -scaling-delay in
+// the transform; classic-eos at one consumer per partition, relay-eos at
+// each of -scaling-workers.
+func (b *bench) scaling(ctx context.Context) (*scalingResult, error) {
+	size, n, delay := b.opts.sizes[0], b.opts.scalingRecords, b.opts.scalingDelay
+	res := &scalingResult{Records: n, DelayMS: float64(delay) / float64(time.Millisecond)}
+	src := b.name("scale", "src")
+	created := []string{src}
+	defer func() { b.deleteTopics(created...) }()
+	if err := b.createTopic(ctx, src, sourcePartitions, nil); err != nil {
+		return nil, err
+	}
+	if err := b.load(ctx, src, size, n); err != nil {
+		return nil, err
+	}
+	// Small polls: with a slow transform a batch of 500 would take 2.5 s
+	// and leave most workers without records.
+	const most = 20
+	type setup struct {
+		c       contender
+		workers int
+		batch   map[string]string
+		label   string
+	}
+	setups := []setup{{c: classicEOS, workers: int(sourcePartitions), label: fmt.Sprintf("classic-eos, %d consumers", sourcePartitions)}}
+	for _, w := range b.opts.scalingWorkers {
+		setups = append(setups, setup{c: relayEOS, workers: w, label: fmt.Sprintf("relay-eos, %d workers", w)})
+	}
+	if b.opts.scalingConcurrency > 1 {
+		w := b.opts.scalingWorkers[0]
+		setups = append(setups, setup{c: relayEOS, workers: w,
+			batch: map[string]string{"transform_concurrency": strconv.Itoa(b.opts.scalingConcurrency)},
+			label: fmt.Sprintf("relay-eos, %d workers, transform_concurrency %d", w, b.opts.scalingConcurrency)})
+	}
+	runs := make([][]runResult, len(setups))
+	for run := 1; run <= b.opts.runs; run++ {
+		progress("scaling (%s per record), run %d of %d", delay, run, b.opts.runs)
+		for i, st := range setups {
+			t := trial{c: st.c, size: size, run: run, source: src, n: n, workers: st.workers, maxRecords: most,
+				delay: delay, batch: st.batch, name: b.name("scale", fmt.Sprintf("s%d", i), fmt.Sprintf("r%d", run), st.c.name)}
+			rr, err := b.runTrial(ctx, t, &created)
+			if err != nil {
+				return nil, err
+			}
+			runs[i] = append(runs[i], rr)
+		}
+	}
+	res.Classic = summarize(classicEOS.name, runs[0])
+	res.Describe = append(res.Describe, setups[0].label)
+	for i := 1; i < len(setups); i++ {
+		cr := summarize(relayEOS.name, runs[i])
+		res.Relay = append(res.Relay, cr)
+		res.Ratios = append(res.Ratios, ratio(cr.Median, res.Classic.Median))
+		res.Describe = append(res.Describe, setups[i].label)
+	}
+	return res, nil
 }
 
 // warmUp runs every contender once, untimed, over a small topic: a fresh
@@ -137,16 +278,23 @@ func (b *bench) warmUp(ctx context.Context) error {
 	return nil
 }
 
-// ratioOrder is the order the ratios are printed in.
-var ratioOrder = []string{"relay-alo/raw", "relay-eos/raw", "relay-eos/relay-alo", "copier/raw"}
-
 func summarize(name string, runs []runResult) contenderResult {
 	rates := make([]float64, len(runs))
+	cr := contenderResult{Name: name, Runs: runs}
 	for i, r := range runs {
 		rates[i] = r.RecPerSec
+		cr.Workers = r.Workers
+		cr.PeakRSSMB = max(cr.PeakRSSMB, r.PeakRSSMB)
+		for k, v := range r.Phases {
+			if cr.Phases == nil {
+				cr.Phases = make(map[string]float64)
+			}
+			cr.Phases[k] += v
+		}
 	}
 	slices.Sort(rates)
-	return contenderResult{Name: name, Runs: runs, Median: median(rates), Min: rates[0], Max: rates[len(rates)-1]}
+	cr.Median, cr.Min, cr.Max = median(rates), rates[0], rates[len(rates)-1]
+	return cr
 }
 
 // median of sorted xs.
@@ -168,22 +316,100 @@ func ratio(a, b float64) float64 {
 // printSize prints the throughput table of one size.
 func printSize(w io.Writer, sr sizeResult) {
 	fmt.Fprintf(w, "\nthroughput: %d records of %d B values\n", sr.Records, sr.Size)
-	fmt.Fprintf(w, "%-7s %-11s %4s %13s %9s %9s %13s\n", "size", "contender", "runs", "median rec/s", "min", "max", "ratio-vs-raw")
+	fmt.Fprintf(w, "%-7s %-11s %7s %4s %13s %9s %9s %13s %12s\n", "size", "contender", "workers", "runs", "median rec/s", "min", "max", "ratio-vs-raw", "peak RSS MB")
 	for _, c := range sr.Contenders {
-		fmt.Fprintf(w, "%-7s %-11s %4d %13.0f %9.0f %9.0f %13.2f\n",
-			fmt.Sprintf("%d B", sr.Size), c.Name, len(c.Runs), c.Median, c.Min, c.Max, c.RatioVsRaw)
+		fmt.Fprintf(w, "%-7s %-11s %7d %4d %13.0f %9.0f %9.0f %13.2f %12.0f\n",
+			fmt.Sprintf("%d B", sr.Size), c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, c.RatioVsRaw, c.PeakRSSMB)
 	}
 	var parts []string
-	for _, k := range ratioOrder {
-		parts = append(parts, fmt.Sprintf("%s %.2f", k, sr.Ratios[k]))
+	for _, rp := range ratioPairs {
+		parts = append(parts, fmt.Sprintf("%s %.2f", rp.key(), sr.Ratios[rp.key()]))
 	}
 	fmt.Fprintf(w, "ratios of medians: %s\n", strings.Join(parts, ", "))
 	for _, c := range sr.Contenders {
+		if len(c.Phases) > 0 {
+			fmt.Fprintf(w, "%s phases (share of the workers' time, all runs): %s\n", c.Name, formatPhases(c.Phases))
+		}
+	}
+	printWarnings(w, sr.Contenders...)
+}
+
+func printWarnings(w io.Writer, cs ...contenderResult) {
+	for _, c := range cs {
 		for _, r := range c.Runs {
 			if r.Warning != "" {
 				fmt.Fprintf(w, "WARNING: %s\n", r.Warning)
 			}
 		}
+	}
+}
+
+// printClassic prints the relay-eos / classic-eos comparison.
+func printClassic(w io.Writer, crs []classicResult) {
+	if len(crs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nrelay-eos vs classic-eos (GroupTransactSession, read_committed), %d B values\n", crs[0].Size)
+	fmt.Fprintf(w, "%7s %16s %18s %7s\n", "workers", "relay-eos rec/s", "classic-eos rec/s", "ratio")
+	for _, c := range crs {
+		fmt.Fprintf(w, "%7d %16.0f %18.0f %7.2f\n", c.Workers, c.RelayEOS.Median, c.Classic.Median, c.Ratio)
+	}
+	for _, c := range crs {
+		printWarnings(w, c.RelayEOS, c.Classic)
+	}
+}
+
+// printScaling prints the scaling table.
+func printScaling(w io.Writer, s *scalingResult) {
+	if s == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nscaling: %d records, transform %.0f ms per record, 3 source partitions\n", s.Records, s.DelayMS)
+	fmt.Fprintf(w, "%-52s %13s %9s %9s %18s\n", "contender", "median rec/s", "min", "max", "ratio-vs-classic")
+	fmt.Fprintf(w, "%-52s %13.0f %9.0f %9.0f %18.2f\n", s.Describe[0], s.Classic.Median, s.Classic.Min, s.Classic.Max, 1.0)
+	for i, c := range s.Relay {
+		fmt.Fprintf(w, "%-52s %13.0f %9.0f %9.0f %18.2f\n", s.Describe[i+1], c.Median, c.Min, c.Max, s.Ratios[i])
+	}
+	printWarnings(w, append([]contenderResult{s.Classic}, s.Relay...)...)
+}
+
+// goals checks the targets of the throughput issue on the medians.
+func goals(res results) []goal {
+	var gs []goal
+	add := func(what string, v, target float64) {
+		gs = append(gs, goal{What: what, Value: v, Target: target, Met: v >= target})
+	}
+	for _, sr := range res.Throughput {
+		add(fmt.Sprintf("%d B relay-alo/copier", sr.Size), sr.Ratios["relay-alo/copier"], 0.9)
+		add(fmt.Sprintf("%d B relay-eos/copier", sr.Size), sr.Ratios["relay-eos/copier"], 0.8)
+		add(fmt.Sprintf("%d B relay-eos/relay-alo", sr.Size), sr.Ratios["relay-eos/relay-alo"], 0.9)
+		add(fmt.Sprintf("%d B relay-eos/classic-eos at %d workers", sr.Size, res.Workers), sr.Ratios["relay-eos/classic-eos"], 1.0)
+	}
+	for _, c := range res.Classic {
+		add(fmt.Sprintf("%d B relay-eos/classic-eos at %d workers", c.Size, c.Workers), c.Ratio, 1.0)
+	}
+	if s := res.Scaling; s != nil {
+		for i, c := range s.Relay {
+			if c.Workers == 6 && s.Describe[i+1] == fmt.Sprintf("relay-eos, %d workers", 6) {
+				add("scaling: relay-eos at 6 workers / classic-eos", s.Ratios[i], 1.8)
+			}
+		}
+	}
+	return gs
+}
+
+// printGoals prints the goal check.
+func printGoals(w io.Writer, gs []goal) {
+	if len(gs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\ngoals (medians):")
+	for _, g := range gs {
+		mark := "met"
+		if !g.Met {
+			mark = "MISSED"
+		}
+		fmt.Fprintf(w, "  %-48s %6.2f  target >= %.2f  %s\n", g.What, g.Value, g.Target, mark)
 	}
 }
 
@@ -232,4 +458,18 @@ func writeJSON(path string, res results) error {
 		return fmt.Errorf("writing the results: %w", err)
 	}
 	return nil
+}
+
+// contenders returns the contenders of the throughput table (-contenders).
+func (b *bench) contenders() []contender {
+	if len(b.opts.only) == 0 {
+		return contenders
+	}
+	var out []contender
+	for _, c := range contenders {
+		if slices.Contains(b.opts.only, c.name) {
+			out = append(out, c)
+		}
+	}
+	return out
 }

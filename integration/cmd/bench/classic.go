@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sharerelay/sharerelay/lineage"
+)
+
+// runClassic runs the classic-eos contender: the exactly-once copier a
+// team would write without share groups, with franz-go's
+// GroupTransactSession — a classic consumer group (read_committed), each
+// poll transformed (t.delay per record, sequentially), produced and
+// committed with its offsets in one transaction. It can use at most one
+// consumer per partition; extra consumers sit idle.
+func (b *bench) runClassic(ctx context.Context, t trial, tr *tracker, tc *traceCollector) error {
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	failed := make(chan error, t.workers)
+	for i := range t.workers {
+		s, err := kgo.NewGroupTransactSession(b.clientOpts(
+			kgo.ClientID(fmt.Sprintf("%s-%d", t.name, i)),
+			kgo.TransactionalID(fmt.Sprintf("%s-%d", t.name, i)),
+			kgo.TransactionTimeout(10*time.Second),
+			kgo.ConsumerGroup(t.name),
+			kgo.ConsumeTopics(t.source),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.RequireStableFetchOffsets(),
+			kgo.RequiredAcks(kgo.AllISRAcks()),
+			kgo.ProducerLinger(0),
+			tc.hooks(),
+		)...)
+		if err != nil {
+			return fmt.Errorf("creating classic consumer %d: %w", i, err)
+		}
+		wg.Go(func() {
+			defer s.Close()
+			if err := classicLoop(wctx, s, t, tr); err != nil {
+				failed <- fmt.Errorf("consumer %d: %w", i, err)
+			}
+		})
+	}
+	// No share group: every record committed (with its offsets) is done.
+	return b.awaitAcked(ctx, t, tr, failed)
+}
+
+// classicLoop is one consumer of the classic-eos contender.
+func classicLoop(ctx context.Context, s *kgo.GroupTransactSession, t trial, tr *tracker) error {
+	for {
+		fs := s.PollRecords(ctx, t.maxRecords)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var ferr error
+		fs.EachError(func(topic string, p int32, err error) {
+			if ferr == nil && !errors.Is(err, context.Canceled) {
+				ferr = fmt.Errorf("fetching %s[%d]: %w", topic, p, err)
+			}
+		})
+		if ferr != nil {
+			progress("warning: classic-eos: %v", ferr)
+		}
+		recs := fs.Records()
+		if len(recs) == 0 {
+			continue
+		}
+		tr.receive(len(recs))
+		if err := s.Begin(); err != nil {
+			return fmt.Errorf("begin: %w", err)
+		}
+		outs := make([]*kgo.Record, len(recs))
+		for i, r := range recs {
+			if t.delay > 0 {
+				time.Sleep(t.delay) // the transform
+			}
+			src := lineage.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+			outs[i] = &kgo.Record{Topic: t.output, Key: r.Key, Value: r.Value, Headers: lineage.SetSource(r.Headers, src)}
+		}
+		perr := s.ProduceSync(ctx, outs...).FirstErr()
+		committed, err := s.End(ctx, kgo.TransactionEndTry(perr == nil))
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			progress("warning: classic-eos: ending a transaction of %d records: %v", len(recs), err)
+			continue
+		}
+		if committed {
+			tr.ack(len(recs))
+		}
+	}
+}
+
+// awaitAcked waits until tr has every record acknowledged (no share-group
+// lag to wait for), with the stall check of await.
+func (b *bench) awaitAcked(ctx context.Context, t trial, tr *tracker, failed <-chan error) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	lastAcked, lastProgress := int64(-1), time.Now()
+	for {
+		select {
+		case <-tr.done:
+			return nil
+		case err := <-failed:
+			return fmt.Errorf("stopped before the end: %w", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			_, acked := tr.counts()
+			if acked != lastAcked {
+				lastAcked, lastProgress = acked, time.Now()
+			} else if time.Since(lastProgress) > stallTimeout {
+				return fmt.Errorf("no progress for %s (%d of %d records committed)", stallTimeout, acked, t.n)
+			}
+		}
+	}
+}
