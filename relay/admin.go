@@ -181,24 +181,39 @@ func EffectiveShareLimits(ctx context.Context, cl *kgo.Client, group string) (Sh
 	return l, nil
 }
 
+// topicGrace is how long start-up waits for a topic it does not see yet:
+// one created just before the relay started may not have reached every
+// broker's metadata (a deploy script that creates topics, then starts the
+// relay). A topic still missing after it is a clear error. (A variable
+// for tests.)
+var topicGrace = 10 * time.Second
+
 // checkTopics returns an error naming every topic in names that does not
-// exist.
-func checkTopics(ctx context.Context, adm *kadm.Client, names []string) (map[string]kadm.TopicDetail, error) {
-	td, err := adm.ListTopics(ctx, names...)
-	if err != nil {
-		return nil, fmt.Errorf("looking up topics %v: %w", names, err)
-	}
-	var missing []string
-	for _, n := range names {
-		d, ok := td[n]
-		if !ok || d.Err != nil {
-			missing = append(missing, n)
+// exist, after waiting up to grace for missing ones to appear.
+func checkTopics(ctx context.Context, cl *kgo.Client, names []string, grace time.Duration) (map[string]kadm.TopicDetail, error) {
+	deadline := time.Now().Add(grace)
+	for {
+		td, err := kadm.NewClient(cl).ListTopics(ctx, names...)
+		if err != nil {
+			return nil, fmt.Errorf("looking up topics %v: %w", names, err)
 		}
+		var missing []string
+		for _, n := range names {
+			d, ok := td[n]
+			if !ok || d.Err != nil {
+				missing = append(missing, n)
+			}
+		}
+		if len(missing) == 0 {
+			return td, nil
+		}
+		if !time.Now().Before(deadline) || !sleepCtx(ctx, 250*time.Millisecond) {
+			return nil, fmt.Errorf("topics do not exist (create them first): %v", missing)
+		}
+		// kadm answers from the client's cached metadata: drop what
+		// it cached about the missing topics.
+		cl.PurgeTopicsFromClient(missing...)
 	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("topics do not exist (create them first): %v", missing)
-	}
-	return td, nil
 }
 
 // maxMessageBytes returns each topic's max.message.bytes: the largest

@@ -343,7 +343,7 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 	adm := kadm.NewClient(cl)
 
 	names := append(append([]string{}, r.p.Source.Topics...), r.p.OutputTopics()...)
-	td, err := checkTopics(ctx, adm, dedupe(names))
+	td, err := checkTopics(ctx, cl, dedupe(names), topicGrace)
 	if err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
