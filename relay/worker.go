@@ -478,6 +478,11 @@ func (w *worker) write(ctx context.Context, b *batch, plans []plan, srcs []eos.S
 		return outcome{kind: fenced, err: err}
 	}
 	w.log.Warn("transaction not committed; releasing its records", "stage", "commit", "records", len(pending), "err", err)
+	// A refused commit can leave the client's transactional state
+	// unusable (after the coordinator aborted a transaction that
+	// outlived its timeout, franz-go keeps answering INVALID_TXN_STATE):
+	// a fresh producer starts clean.
+	w.stale = true
 	return outcome{kind: notCommitted, err: err}
 }
 
@@ -491,9 +496,11 @@ func (w *worker) failed(stage string, err, aerr error) outcome {
 	if errors.Is(err, txn.ErrFenced) || errors.Is(aerr, txn.ErrFenced) {
 		return outcome{kind: fenced, err: errors.Join(err, aerr)}
 	}
-	if class == kafkaerr.Destination {
+	if class == kafkaerr.Destination || !kafkaerr.Unreachable(err) {
 		// A deleted and recreated topic leaves the producer with a
-		// stale topic ID; a fresh client starts clean.
+		// stale topic ID, and an answer the broker gave may leave it in
+		// a state it does not leave by itself; a fresh client starts
+		// clean. (A broker that cannot be reached needs no new client.)
 		w.stale = true
 	}
 	if class == kafkaerr.Record {

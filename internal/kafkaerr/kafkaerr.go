@@ -8,6 +8,7 @@ package kafkaerr
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"syscall"
 
@@ -76,7 +77,13 @@ func Classify(err error) Class {
 // to a broker that answered with an error.
 func Unreachable(err error) bool {
 	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+	// A connection the broker (or a proxy in front of it) closed
+	// answers io.EOF: a broker restarting, a load balancer cutting it.
+	// franz-go wraps an immediate one in ErrFirstReadEOF with a TLS or
+	// SASL hint, which the caller's log line keeps visible.
+	var eof *kgo.ErrFirstReadEOF
+	return errors.As(err, &ne) || errors.As(err, &eof) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrRecordTimeout) ||
 		errors.Is(err, kerr.RequestTimedOut) || errors.Is(err, kerr.NotCoordinator) ||
 		errors.Is(err, kerr.CoordinatorNotAvailable) || errors.Is(err, kerr.LeaderNotAvailable) ||

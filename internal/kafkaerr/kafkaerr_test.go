@@ -3,6 +3,7 @@ package kafkaerr
 import (
 	"errors"
 	"fmt"
+	"io"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -32,6 +33,25 @@ func TestClassify(t *testing.T) {
 	} {
 		if got := Classify(tc.err); got != tc.want {
 			t.Errorf("Classify(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		// A network fault at start-up in the chaos suite: the proxy
+		// closed the connection during api versions negotiation.
+		{fmt.Errorf("looking up topics: %w", &kgo.ErrFirstReadEOF{}), true},
+		{io.ErrUnexpectedEOF, true},
+		{kerr.NotCoordinator, true},
+		{kerr.InvalidTxnState, false},
+		{kerr.TopicAuthorizationFailed, false},
+	} {
+		if got := Unreachable(tc.err); got != tc.want {
+			t.Errorf("Unreachable(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }
