@@ -39,6 +39,8 @@ const (
 	Fenced
 )
 
+// String returns the class in lower case: the value of the class label
+// of sharerelay_write_failures_total.
 func (c Class) String() string {
 	return [...]string{"none", "cluster", "record", "destination", "fenced"}[c]
 }
