@@ -517,7 +517,8 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 			r.m.InvariantBreaks.Add(float64(n))
 		}},
 		prod: prod, newProducer: newProducer, guard: guard, chain: r.chain, m: r.m, health: r.health, log: log, now: time.Now,
-		sizes: func() map[string]int { return *r.sizes.Load() },
+		sizes:             func() map[string]int { return *r.sizes.Load() },
+		rejectDeadLetters: r.p.DeadLetter.Ack == config.DeadLetterReject,
 	}
 	defer func() { w.prod.Close() }()
 	ready()
