@@ -386,6 +386,9 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 		r.log.Warn("could not read the share group's delivery limit; assuming Kafka's default", "limit", l.DeliveryCountLimit, "err", err)
 	}
 	r.setLimits(l)
+	if err := checkBrokerDLQ(ctx, cl, r.p, r.log); err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
 	r.log.Info("delivery limits", "delivery_count_limit", l.DeliveryCountLimit, "from", l.From,
 		"max_attempts", r.limits.attempts(), "lock_duration_ms", l.LockDurationMs, "delivery", r.p.Delivery)
 	if r.p.Delivery == config.ExactlyOnce && r.p.Output.TransactionTimeout >= time.Duration(l.LockDurationMs)*time.Millisecond {
