@@ -88,7 +88,7 @@ func Inspect(ctx context.Context, o InspectOptions) (*Report, error) {
 	if o.Samples == 0 {
 		o.Samples = 5
 	}
-	rep := &Report{Filter: o.Filter.String(), Bucket: o.Bucket.String(), Samples: []Sample{}}
+	rep := &Report{Filter: o.Filter.String(), Bucket: shortDuration(o.Bucket), Samples: []Sample{}}
 	class, step, kind, times := map[string]int{}, map[string]int{}, map[string]int{}, map[time.Time]int{}
 	snap, err := read(ctx, o.ClientOpts, o.Topic, o.Filter.starts(), func(_ *Snapshot, recs []*kgo.Record) error {
 		for _, r := range recs {
@@ -208,6 +208,18 @@ func endsString(ends map[int32]int64) string {
 		parts = append(parts, fmt.Sprintf("%d:%d", p, ends[p]))
 	}
 	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// shortDuration formats d without zero units: 1h rather than 1h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 func orNone(s string) string {
