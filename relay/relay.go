@@ -386,6 +386,9 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 		r.log.Warn("could not read the share group's delivery limit; assuming Kafka's default", "limit", l.DeliveryCountLimit, "err", err)
 	}
 	r.setLimits(l)
+	if err := checkBrokerDLQ(ctx, cl, r.p, r.log); err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
 	r.log.Info("delivery limits", "delivery_count_limit", l.DeliveryCountLimit, "from", l.From,
 		"max_attempts", r.limits.attempts(), "lock_duration_ms", l.LockDurationMs, "delivery", r.p.Delivery)
 	if r.p.Delivery == config.ExactlyOnce && r.p.Output.TransactionTimeout >= time.Duration(l.LockDurationMs)*time.Millisecond {
@@ -517,7 +520,8 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 			r.m.InvariantBreaks.Add(float64(n))
 		}},
 		prod: prod, newProducer: newProducer, guard: guard, chain: r.chain, m: r.m, health: r.health, log: log, now: time.Now,
-		sizes: func() map[string]int { return *r.sizes.Load() },
+		sizes:             func() map[string]int { return *r.sizes.Load() },
+		rejectDeadLetters: r.p.DeadLetter.Ack == config.DeadLetterReject,
 	}
 	defer func() { w.prod.Close() }()
 	ready()

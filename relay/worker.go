@@ -69,6 +69,10 @@ type worker struct {
 	health   *health
 	log      *slog.Logger
 	now      func() time.Time
+
+	// rejectDeadLetters: a committed dead letter's record is REJECTed
+	// rather than ACCEPTed (dead_letter.ack: reject).
+	rejectDeadLetters bool
 }
 
 // plan is what one source record of a batch turned into.
@@ -192,7 +196,11 @@ func (w *worker) process(ctx context.Context, b *batch) (err error) {
 			w.countCommitted(plans, now)
 			_ = failpoint.Hit(failpoint.AfterCommitBeforeAck)
 			for _, i := range now {
-				b.set(i, kgo.AckAccept)
+				ack := kgo.AckAccept
+				if plans[i].deadLetter && w.rejectDeadLetters {
+					ack = kgo.AckReject // dead_letter.ack: reject
+				}
+				b.set(i, ack)
 			}
 			pending = later
 		case conflict:

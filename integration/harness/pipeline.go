@@ -68,6 +68,8 @@ type PipelineOptions struct {
 	// MaxAttempts is dead_letter.max_attempts (default 0: the relay
 	// derives it from the group's delivery limit).
 	MaxAttempts int
+	// DeadLetterAck is dead_letter.ack (default "accept").
+	DeadLetterAck string
 	// MetricsListen is metrics.listen (default "": no endpoint). It may be
 	// an environment reference, e.g. "${CHAOS_METRICS_ADDR}" for a port
 	// chosen per process.
@@ -156,6 +158,9 @@ func (o PipelineOptions) withDefaults() (PipelineOptions, error) {
 	if o.TxnTimeout == 0 {
 		o.TxnTimeout = 10 * time.Second
 	}
+	if o.DeadLetterAck == "" {
+		o.DeadLetterAck = "accept"
+	}
 	return o, nil
 }
 
@@ -186,6 +191,7 @@ output:
 dead_letter:
   topic: %s
   max_attempts: %d
+  ack: %s
 batch:
   max_records: %d
   poll_timeout: %s
@@ -194,5 +200,5 @@ transforms: %s
 metrics:
   listen: %q
 `, p.Name, strings.Join(brokers, ", "), o.Delivery, o.Workers, p.Source, p.Group, gc.String(),
-		p.Output, o.TxnTimeout, p.DeadLetter, o.MaxAttempts, o.MaxRecords, o.PollTimeout, o.RenewLocks, o.Transforms, o.MetricsListen)
+		p.Output, o.TxnTimeout, p.DeadLetter, o.MaxAttempts, o.DeadLetterAck, o.MaxRecords, o.PollTimeout, o.RenewLocks, o.Transforms, o.MetricsListen)
 }
