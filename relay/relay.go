@@ -453,6 +453,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 	log := r.log.With("worker", i)
 	txnID := r.TransactionalID(i)
 
+	disrupt := &disruptions{}
 	newProducer := func(ctx context.Context) (*txn.Producer, error) {
 		return txn.New(ctx, txn.Config{
 			Seeds:              r.p.Brokers,
@@ -460,7 +461,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 			TransactionTimeout: r.p.Output.TransactionTimeout,
 			ClientID:           txnID,
 			MaxBatchBytes:      r.maxBatch(),
-			Extra:              r.clientOpts(),
+			Extra:              r.clientOpts(kgo.WithHooks(disrupt)),
 		})
 	}
 	var prod *txn.Producer
@@ -519,7 +520,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		src: &shareSource{cl: cons, max: r.p.Batch.MaxRecords, onUnresolved: func(n int) {
 			r.m.InvariantBreaks.Add(float64(n))
 		}},
-		prod: prod, newProducer: newProducer, guard: guard, chain: r.chain, m: r.m, health: r.health, log: log, now: time.Now,
+		prod: prod, newProducer: newProducer, disrupt: disrupt, guard: guard, chain: r.chain, m: r.m, health: r.health, log: log, now: time.Now,
 		sizes:             func() map[string]int { return *r.sizes.Load() },
 		rejectDeadLetters: r.p.DeadLetter.Ack == config.DeadLetterReject,
 	}

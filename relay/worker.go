@@ -61,8 +61,11 @@ type worker struct {
 	// failures counts consecutive transactions that ended without a
 	// commit, for the backoff before the next poll.
 	failures int
-	// fencedAt is when the producer was last fenced (see fenced).
+	// fencedAt is when the producer was last fenced (see fenced), and
+	// disrupt when its clients last failed to reach a broker
+	// (fencing.go); nil in tests that do not track it.
 	fencedAt time.Time
+	disrupt  *disruptions
 	guard    eos.Guard
 	chain    *transform.Chain
 	m        *metrics.Metrics
@@ -228,18 +231,20 @@ func (w *worker) process(ctx context.Context, b *batch) (err error) {
 			w.failures++
 			return nil // the deferred acknowledge releases the rest
 		case fenced:
-			// A newer producer with our transactional id took over —
-			// or our own client's recovery was refused: after a
-			// coordinator reload (a broker restart) the coordinator no
-			// longer knows the producer's previous epoch, and
-			// franz-go's KIP-360 re-initialisation with the expected
-			// epoch is answered PRODUCER_FENCED although no other
-			// instance exists. A fresh producer recovers the second
-			// case; a live twin would fence us again at once.
-			if !w.fencedAt.IsZero() && time.Since(w.fencedAt) < fenceWindow {
+			// Another instance with our name, or our own client's
+			// recovery refused after a broker failure (see
+			// fencing.go). A fresh producer recovers the second; a
+			// twin fences us again at once.
+			now := time.Now()
+			if w.disrupt != nil && w.disrupt.recent(now, fenceExcuse) {
+				w.stale = true
+				w.log.Warn("producer fenced soon after a broker failure (the coordinator forgot its epoch); re-creating it", "err", out.err)
+				return nil // the batch is released
+			}
+			if !w.fencedAt.IsZero() && now.Sub(w.fencedAt) < fenceWindow {
 				return fmt.Errorf("worker %d: fenced twice within %s: another instance runs with the same name: %w", w.id, fenceWindow, out.err)
 			}
-			w.fencedAt = time.Now()
+			w.fencedAt = now
 			w.stale = true
 			w.log.Warn("producer fenced; re-creating it (stops if fenced again soon: another instance with this name)", "err", out.err)
 			return nil // the batch is released
@@ -313,10 +318,6 @@ func (w *worker) fit(b *batch, plans []plan, pending []int) (now, later []int) {
 	}
 	return now, later
 }
-
-// fenceWindow: a worker fenced twice within it stops (another instance
-// with the same name runs).
-const fenceWindow = 30 * time.Second
 
 // outcomeKind is how one transaction attempt ended.
 type outcomeKind int8
