@@ -69,9 +69,12 @@ type LedgerConfig struct {
 	Logger *slog.Logger
 }
 
+// SnapshotTopic is the default snapshot topic of the ledger topic ledger.
+func SnapshotTopic(ledger string) string { return ledger + ".snapshots" }
+
 func (c *LedgerConfig) defaults() {
 	if c.SnapshotTopic == "" {
-		c.SnapshotTopic = c.Topic + ".snapshots"
+		c.SnapshotTopic = SnapshotTopic(c.Topic)
 	}
 	if c.Partitions <= 0 {
 		c.Partitions = 1

@@ -4,6 +4,7 @@
 //	relay validate <file>...
 //	relay test [-v] <pipeline.yaml> [tests.yaml...]
 //	relay verify -c configs/<pipeline>.yaml [--json]
+//	relay check -c configs/<pipeline>.yaml
 //	relay demo
 //	relay version
 //
@@ -42,6 +43,7 @@ const usage = `usage:
   relay validate <pipeline.yaml>...
   relay test [-v] <pipeline.yaml> [tests.yaml...]
   relay verify -c <pipeline.yaml> [--json] [--timeout 5m]
+  relay check -c <pipeline.yaml> [--timeout 1m]
   relay demo
   relay version
 `
@@ -66,6 +68,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdDemo(args[1:], stdout, stderr)
 	case "verify":
 		return cmdVerify(args[1:], stdout, stderr)
+	case "check":
+		return cmdCheck(args[1:], stdout, stderr)
 	case "version", "--version":
 		readBuildVersion().print(stdout)
 		return 0
