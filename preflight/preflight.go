@@ -308,7 +308,7 @@ func (c *checker) topics(ctx context.Context) {
 		case err != nil:
 			c.rep.add(Fail, check, "%v", err)
 		default:
-			c.allowed(check, fmt.Sprintf("%d partitions", len(t.Partitions)), t.AuthorizedOperations, ops)
+			c.allowed(check, partitions(len(t.Partitions)), t.AuthorizedOperations, ops)
 		}
 	}
 }
@@ -328,7 +328,7 @@ func (c *checker) creatable(ctx context.Context, check, name string) {
 	}
 	switch {
 	case err == nil:
-		c.rep.add(OK, check, "does not exist yet; the relay will create it (CREATE allowed, validated only)")
+		c.rep.add(OK, check, "does not exist yet; the relay will create it (CREATE allowed, validated only; READ and WRITE are checked once it exists)")
 	case errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed):
 		c.rep.add(Fail, check, "does not exist and this principal may not create it (%s): grant CREATE on the topic (or the cluster), or create it first", shortErr(err))
 	default:
@@ -637,6 +637,13 @@ func shortErr(err error) string {
 		return ke.Message
 	}
 	return err.Error()
+}
+
+func partitions(n int) string {
+	if n == 1 {
+		return "1 partition"
+	}
+	return strconv.Itoa(n) + " partitions"
 }
 
 func orUnset(v string) string {

@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sharerelay/sharerelay/internal/kafkaerr"
 )
 
 // Share-group configs the relay depends on (KIP-932 group configs).
@@ -182,21 +184,37 @@ func EffectiveShareLimits(ctx context.Context, cl *kgo.Client, group string) (Sh
 }
 
 // checkTopics returns an error naming every topic in names that does not
-// exist.
+// exist, and every topic the principal may not describe (Kafka answers
+// TOPIC_AUTHORIZATION_FAILED for those, whether they exist or not).
 func checkTopics(ctx context.Context, adm *kadm.Client, names []string) (map[string]kadm.TopicDetail, error) {
 	td, err := adm.ListTopics(ctx, names...)
+	if err != nil && kafkaerr.Authentication(err) {
+		// The first request of the relay: say what failed, not what
+		// the request was for.
+		return nil, fmt.Errorf("authenticating to the cluster: %w", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("looking up topics %v: %w", names, err)
 	}
-	var missing []string
+	var missing, denied []string
 	for _, n := range names {
 		d, ok := td[n]
-		if !ok || d.Err != nil {
+		switch {
+		case ok && errors.Is(d.Err, kerr.TopicAuthorizationFailed):
+			denied = append(denied, n)
+		case !ok || d.Err != nil:
 			missing = append(missing, n)
 		}
 	}
+	var errs []error
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("topics do not exist (create them first): %v", missing)
+		errs = append(errs, fmt.Errorf("topics do not exist (create them first): %v", missing))
+	}
+	if len(denied) > 0 {
+		errs = append(errs, fmt.Errorf("not authorized to describe topics %v (%w): grant READ on sources, WRITE and DESCRIBE_CONFIGS on outputs and dead letters", denied, kerr.TopicAuthorizationFailed))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return td, nil
 }
@@ -205,6 +223,16 @@ func checkTopics(ctx context.Context, adm *kadm.Client, names []string) (map[str
 // record batch it takes.
 func maxMessageBytes(ctx context.Context, adm *kadm.Client, topics []string) (map[string]int, error) {
 	rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+	if errors.Is(err, kerr.TopicAuthorizationFailed) {
+		// kadm fails the whole request on one denial; name the topics.
+		var denied []string
+		for _, t := range topics {
+			if _, terr := adm.DescribeTopicConfigs(ctx, t); errors.Is(terr, kerr.TopicAuthorizationFailed) {
+				denied = append(denied, t)
+			}
+		}
+		return nil, fmt.Errorf("not authorized to describe the configs of %v (%w): the relay reads their max.message.bytes; grant DESCRIBE_CONFIGS", denied, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("describing the configs of %v: %w", topics, err)
 	}
