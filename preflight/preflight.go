@@ -477,9 +477,9 @@ func (c *checker) transactionalIDs(ctx context.Context) {
 }
 
 // cluster reports the principal's operations on the cluster, for
-// information: the relay needs none. (Idempotent producers need
-// IDEMPOTENT_WRITE only on Kafka before 3.0; since KIP-679, WRITE on a
-// topic is enough.)
+// information: the relay needs none. (Idempotent producers need no
+// IDEMPOTENT_WRITE: since KIP-679, WRITE on a topic is enough; the
+// secured real-broker tests grant no cluster permission.)
 func (c *checker) cluster(ctx context.Context) {
 	req := kmsg.NewPtrDescribeClusterRequest()
 	req.IncludeClusterAuthorizedOperations = true
