@@ -24,6 +24,7 @@ demo:
 # JVM broker at the same time on a 2-core machine.
 test:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags testcontainers ./integration/kafkatest/
 	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -v $(PKGS) 2>&1 | tee test.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test\.go)' ; exit $${PIPESTATUS[0]}
 
 # Fast tests only (kfake and pure Go), no broker.
@@ -41,6 +42,7 @@ test-pipelines: build
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags testcontainers ./integration/kafkatest/
 
 # Throughput and latency side by side (raw share consume, hand-written
 # copier, relay at-least-once, relay exactly-once), then the restart time of
