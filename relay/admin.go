@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"time"
@@ -192,6 +193,22 @@ func checkTopics(ctx context.Context, adm *kadm.Client, names []string) (map[str
 		// The first request of the relay: say what failed, not what
 		// the request was for.
 		return nil, fmt.Errorf("authenticating to the cluster: %w", err)
+	}
+	if errors.Is(err, kerr.TopicAuthorizationFailed) {
+		// kadm fails the whole request on one denial; ask per topic
+		// to name the denied ones.
+		td, err = make(kadm.TopicDetails, len(names)), nil
+		for _, n := range names {
+			one, oerr := adm.ListTopics(ctx, n)
+			switch {
+			case errors.Is(oerr, kerr.TopicAuthorizationFailed):
+				td[n] = kadm.TopicDetail{Topic: n, Err: oerr}
+			case oerr != nil:
+				err = oerr
+			default:
+				maps.Copy(td, one)
+			}
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("looking up topics %v: %w", names, err)
