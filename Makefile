@@ -38,6 +38,7 @@ demo:
 # JVM broker at the same time on a 2-core machine.
 test:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags testcontainers ./integration/kafkatest/
 	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -v $(PKGS) 2>&1 | tee test.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test\.go)' ; exit $${PIPESTATUS[0]}
 
 # Fast tests only (kfake and pure Go), no broker.
@@ -65,6 +66,7 @@ lint:
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
 	$(GO) run ./internal/tools/doccheck .
+	$(GO) vet -tags testcontainers ./integration/kafkatest/
 
 # Throughput and latency side by side (raw share consume, hand-written
 # copier, relay at-least-once, relay exactly-once), then the restart time of

@@ -75,9 +75,12 @@ type LedgerConfig struct {
 	ReadOnly bool
 }
 
+// SnapshotTopic is the default snapshot topic of the ledger topic ledger.
+func SnapshotTopic(ledger string) string { return ledger + ".snapshots" }
+
 func (c *LedgerConfig) defaults() {
 	if c.SnapshotTopic == "" {
-		c.SnapshotTopic = c.Topic + ".snapshots"
+		c.SnapshotTopic = SnapshotTopic(c.Topic)
 	}
 	if c.Partitions <= 0 {
 		c.Partitions = 1

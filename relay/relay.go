@@ -229,7 +229,7 @@ func (r *Relay) Run(ctx context.Context) error {
 // ready; the outage is logged when it starts, every 30 s, and when it
 // ends.
 func (r *Relay) retry(ctx context.Context, what string, start func() error) error {
-	began, logged := time.Now(), time.Time{}
+	began, logged, eofSince := time.Now(), time.Time{}, time.Time{}
 	for attempt := 1; ; attempt++ {
 		err := start()
 		if err == nil {
@@ -244,6 +244,20 @@ func (r *Relay) retry(ctx context.Context, what string, start func() error) erro
 		if !transient(err) {
 			return err
 		}
+		// A broker that closes every connection at once is usually
+		// one that wants TLS or SASL the client does not speak (or a
+		// proxy cutting it): waited out for a while, then a stop that
+		// keeps franz-go's hint.
+		var eof *kgo.ErrFirstReadEOF
+		if errors.As(err, &eof) {
+			if eofSince.IsZero() {
+				eofSince = time.Now()
+			} else if time.Since(eofSince) > firstReadEOFLimit {
+				return fmt.Errorf("%s: the broker closed every connection at once for %s: %w", what, firstReadEOFLimit, err)
+			}
+		} else {
+			eofSince = time.Time{}
+		}
 		r.health.setStarting(what + ": " + err.Error())
 		backoff := min(time.Duration(attempt)*500*time.Millisecond, 10*time.Second)
 		if time.Since(logged) >= outageLogEvery {
@@ -255,6 +269,10 @@ func (r *Relay) retry(ctx context.Context, what string, start func() error) erro
 		}
 	}
 }
+
+// firstReadEOFLimit is how long start-up waits out a broker that closes
+// every connection at once.
+const firstReadEOFLimit = time.Minute
 
 // transient reports whether a start-up error is worth waiting out: the
 // cluster could not be reached, or answered with a retriable error.

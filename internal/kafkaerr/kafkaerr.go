@@ -7,6 +7,8 @@ package kafkaerr
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
@@ -77,7 +79,14 @@ func Classify(err error) Class {
 // Unreachable reports whether err says the cluster could not be reached at
 // all (refused or timed out connections, no broker answering), as opposed
 // to a broker that answered with an error.
+//
+// A failed authentication is never Unreachable, even when it reaches the
+// client as a network error (a TLS alert from the broker is a
+// *net.OpError): waiting cannot cure a refused certificate.
 func Unreachable(err error) bool {
+	if Authentication(err) {
+		return false
+	}
 	var ne net.Error
 	// A connection the broker (or a proxy in front of it) closed
 	// answers io.EOF: a broker restarting, a load balancer cutting it.
@@ -90,4 +99,24 @@ func Unreachable(err error) bool {
 		errors.Is(err, kerr.RequestTimedOut) || errors.Is(err, kerr.NotCoordinator) ||
 		errors.Is(err, kerr.CoordinatorNotAvailable) || errors.Is(err, kerr.LeaderNotAvailable) ||
 		errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.BrokerNotAvailable)
+}
+
+// Authentication reports whether err says the client could not
+// authenticate: the broker refused the SASL credentials or mechanism, or
+// the TLS handshake failed (an untrusted or mismatched certificate, a
+// client certificate refused). Waiting cannot cure it; the configuration
+// must change.
+func Authentication(err error) bool {
+	var (
+		verify  *tls.CertificateVerificationError
+		unknown x509.UnknownAuthorityError
+		host    x509.HostnameError
+		invalid x509.CertificateInvalidError
+		op      *net.OpError
+	)
+	return errors.Is(err, kerr.SaslAuthenticationFailed) || errors.Is(err, kerr.UnsupportedSaslMechanism) ||
+		errors.Is(err, kerr.IllegalSaslState) || errors.As(err, &verify) || errors.As(err, &unknown) ||
+		errors.As(err, &host) || errors.As(err, &invalid) ||
+		// A TLS alert from the broker, e.g. "tls: certificate required".
+		errors.As(err, &op) && op.Op == "remote error"
 }
