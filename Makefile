@@ -2,6 +2,8 @@
 #   make demo   the BookNest pipeline on an embedded kfake cluster (Go only)
 #   make test   every test, the real-broker ones on a local Apache Kafka
 #               broker fetched from Maven Central and started by the tests
+# and for CI and deploying: make lint, make build (a static bin/relay),
+# make image (needs Docker).
 
 SHELL    := /bin/bash
 GO       ?= go
@@ -10,12 +12,24 @@ PKGS     := ./...
 # Generous: the real-broker suite starts a JVM broker and runs fault tests.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build demo test test-unit test-pipelines lint bench chaos soak kafka-up kafka-down clean
+.PHONY: all build image demo test test-unit test-pipelines lint bench chaos soak kafka-up kafka-down clean
 
 all: build
 
+# A static binary: CGO_ENABLED=0 (Go's own DNS resolver, no libc), so it
+# runs on any Linux and in distroless/static; -trimpath keeps the build
+# machine's paths out of it. The check reads the flags back from the
+# binary's build info.
 build:
-	$(GO) build -o $(BIN)/relay ./cmd/relay
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/relay ./cmd/relay
+	@$(GO) version -m $(BIN)/relay | grep -qE '^\s+build\s+CGO_ENABLED=0$$' || { echo "$(BIN)/relay is not built with CGO_ENABLED=0"; exit 1; }
+	@$(GO) version -m $(BIN)/relay | grep -qE '^\s+build\s+-trimpath=true$$' || { echo "$(BIN)/relay is not built with -trimpath"; exit 1; }
+
+# The container image (Dockerfile; needs Docker with BuildKit, which CI
+# does not have: deploy/deploy_test.go checks the Dockerfile instead).
+IMAGE ?= sharerelay:dev
+image:
+	docker build --build-arg REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) -t $(IMAGE) .
 
 demo:
 	$(GO) run ./cmd/relay demo
@@ -24,6 +38,7 @@ demo:
 # JVM broker at the same time on a 2-core machine.
 test:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags testcontainers ./integration/kafkatest/
 	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -v $(PKGS) 2>&1 | tee test.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test\.go)' ; exit $${PIPESTATUS[0]}
 
 # Fast tests only (kfake and pure Go), no broker.
@@ -38,9 +53,20 @@ test-pipelines: build
 		[ -e "$$p" ] || continue; $(BIN)/relay test $$p || status=1; \
 	done; exit $$status
 
+# gofmt, go vet, staticcheck with every check (staticcheck.conf), and a doc
+# comment on every exported name (internal/tools/doccheck). staticcheck is
+# pinned here and run with go run rather than as a tool dependency: its own
+# dependencies (x/tools, x/mod, toml) stay out of go.mod and so out of the
+# relay's module graph; go caches the built binary. The first run fetches
+# it from the module proxy.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 lint:
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
+	$(GO) run ./internal/tools/doccheck .
+	$(GO) vet -tags testcontainers ./integration/kafkatest/
 
 # Throughput and latency side by side (raw share consume, hand-written
 # copier, relay at-least-once, relay exactly-once), then the restart time of

@@ -1,8 +1,11 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -82,6 +85,9 @@ type Report struct {
 	// BeyondSnapshot counts outputs of source records appended after the
 	// source snapshot was taken (the pipeline was still running).
 	BeyondSnapshot int `json:"beyond_snapshot"`
+	// Replays counts the records `relay dlq replay` wrote through the
+	// chain: outputs and dead letters whose source is a dead letter.
+	Replays *ReplayReport `json:"replays,omitempty"`
 	// Ledger reports claims whose marker the broker lost (exactly-once
 	// pipelines).
 	Ledger  *LedgerReport `json:"ledger,omitempty"`
@@ -91,6 +97,85 @@ type Report struct {
 }
 
 const sampleMax = 5
+
+// ReplayReport counts what replays of dead letters wrote to the
+// pipeline's outputs and dead-letter topic: records whose
+// sharerelay.source.* name a dead letter (see lineage.HeaderReplayOfTopic).
+// Each replayed dead letter must have its outputs once (a fan-out's
+// indexes once each) or one dead letter again, like a source record.
+type ReplayReport struct {
+	// DeadLetters is the number of dead letters with a replay's record.
+	DeadLetters int `json:"dead_letters"`
+	// Output and DeadLettered count the dead letters replayed to outputs
+	// and dead-lettered again; Outputs the output records.
+	Output       int `json:"output"`
+	Outputs      int `json:"outputs"`
+	DeadLettered int `json:"dead_lettered"`
+	// Duplicated: a dead letter replayed more than once (an output index
+	// twice, or dead-lettered again twice); Both: to outputs and
+	// dead-lettered again.
+	Duplicated       int      `json:"duplicated"`
+	Both             int      `json:"both"`
+	DuplicatedSample []string `json:"duplicated_sample,omitempty"`
+}
+
+// replayed is what the records naming one dead letter showed.
+type replayed struct {
+	outs    map[int]int // per fan-out index
+	n       int         // the fan-out count they name (-1: disagreeing)
+	letters int
+}
+
+func (r *Report) countReplay(seen map[lineage.Source]*replayed, rec *kgo.Record, at lineage.Source, dlq bool) {
+	x := seen[at]
+	if x == nil {
+		x = &replayed{outs: map[int]int{}}
+		seen[at] = x
+	}
+	if dlq {
+		x.letters++
+		return
+	}
+	i, n, ok := lineage.IndexOf(rec)
+	if !ok || x.n != 0 && x.n != n {
+		n = -1
+	}
+	x.n = n
+	x.outs[i]++
+}
+
+func (r *Report) judgeReplays(seen map[lineage.Source]*replayed) {
+	if len(seen) == 0 {
+		return
+	}
+	rr := &ReplayReport{DeadLetters: len(seen)}
+	for _, at := range slices.SortedFunc(maps.Keys(seen), func(a, b lineage.Source) int {
+		return cmp.Or(cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
+	}) {
+		x := seen[at]
+		dup := x.letters > 1 || x.n < 0
+		for _, c := range x.outs {
+			rr.Outputs += c
+			dup = dup || c > 1
+		}
+		if len(x.outs) > 0 {
+			rr.Output++
+		}
+		if x.letters > 0 {
+			rr.DeadLettered++
+		}
+		if len(x.outs) > 0 && x.letters > 0 {
+			rr.Both++
+		}
+		if dup {
+			rr.Duplicated++
+			if len(rr.DuplicatedSample) < sampleMax {
+				rr.DuplicatedSample = append(rr.DuplicatedSample, fmt.Sprintf("%s[%d]@%d", at.Topic, at.Partition, at.Offset))
+			}
+		}
+	}
+	r.Replays = rr
+}
 
 // Verify audits a pipeline: it snapshots the source topics' ends, reads the
 // sources, then the outputs and dead letters read_committed (and
@@ -113,6 +198,7 @@ func Verify(ctx context.Context, cfg VerifyConfig) (*Report, error) {
 		r.Check = "at most once per source record (the pipeline filters)"
 	}
 	var unlabelled, foreign int
+	replays := map[lineage.Source]*replayed{}
 	tally := func(dlq bool) func(*kgo.Record) {
 		return func(rec *kgo.Record) {
 			if rec.Attrs.IsControl() {
@@ -126,6 +212,8 @@ func Verify(ctx context.Context, cfg VerifyConfig) (*Report, error) {
 			}
 			p := src.parts[topicPartition{s.Topic, s.Partition}]
 			switch {
+			case p == nil && s.Topic == cfg.DeadLetter:
+				r.countReplay(replays, rec, s, dlq) // written by relay dlq replay
 			case p == nil:
 				foreign++
 			case !p.count(s.Offset, dlq):
@@ -254,7 +342,9 @@ func Verify(ctx context.Context, cfg VerifyConfig) (*Report, error) {
 		tot.Lag += pr.Lag
 	}
 	tot.Unexpected += foreign
-	r.Exact = tot.Lost == 0 && tot.Duplicated == 0 && tot.Both == 0 && tot.Incomplete == 0 && tot.Unexpected == 0 && tot.Lag == 0 && r.Unlabelled == 0
+	r.judgeReplays(replays)
+	r.Exact = tot.Lost == 0 && tot.Duplicated == 0 && tot.Both == 0 && tot.Incomplete == 0 && tot.Unexpected == 0 && tot.Lag == 0 && r.Unlabelled == 0 &&
+		(r.Replays == nil || r.Replays.Duplicated == 0 && r.Replays.Both == 0)
 	if cfg.Ledger != "" {
 		if r.Ledger, err = ReadLedger(ctx, cfg.ClientOpts, cfg.Ledger, cfg.Generation); err != nil {
 			return nil, err

@@ -153,3 +153,48 @@ func TestVerifyChecksFanOutsExactly(t *testing.T) {
 		t.Fatalf("samples: incomplete %v, duplicated %v", p.IncompleteSample, p.DuplicatedSample)
 	}
 }
+
+// Records a replay of dead letters wrote name a dead letter as their
+// source: they are counted per dead letter, and a dead letter replayed
+// twice makes the pipeline not exact.
+func TestVerifyCountsReplaysOfDeadLettersAndFindsOneReplayedTwice(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "src", "out", "dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	opts := []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}
+	cl, _ := kgo.NewClient(opts...)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	from := func(topic, srcTopic string, off int64) *kgo.Record {
+		return &kgo.Record{Topic: topic, Headers: lineage.SetSource(nil, lineage.Source{Topic: srcTopic, Offset: off})}
+	}
+	// Sources 0..2 are dead-lettered (dlq offsets 0..2); the replay sends
+	// dead letter 0 to the output, dead-letters 2 again (dlq offset 3).
+	recs := []*kgo.Record{{Topic: "src"}, {Topic: "src"}, {Topic: "src"},
+		from("dlq", "src", 0), from("dlq", "src", 1), from("dlq", "src", 2),
+		from("out", "dlq", 0), from("dlq", "dlq", 2)}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := VerifyConfig{ClientOpts: opts, Sources: []string{"src"}, SourceCommitted: true, Outputs: []string{"out"}, DeadLetter: "dlq"}
+	r, err := Verify(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rr := r.Replays; !r.Exact || rr == nil || rr.DeadLetters != 2 || rr.Output != 1 || rr.DeadLettered != 1 || rr.Duplicated != 0 || r.Total.Unexpected != 0 {
+		t.Fatalf("report %+v, replays %+v, exact %v; want exact, 2 dead letters replayed: 1 to the output, 1 dead-lettered again", r.Total, rr, r.Exact)
+	}
+	// A second replay of dead letter 0.
+	if err := cl.ProduceSync(ctx, from("out", "dlq", 0)).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = Verify(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if rr := r.Replays; r.Exact || rr.Duplicated != 1 || len(rr.DuplicatedSample) != 1 || rr.DuplicatedSample[0] != "dlq[0]@0" {
+		t.Fatalf("replays %+v, exact %v; want dlq[0]@0 duplicated, not exact", rr, r.Exact)
+	}
+}

@@ -64,7 +64,7 @@ var goodFiles = map[string]*config.Pipeline{
 			ManageGroupConfig: ptr(true),
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
-		DeadLetter: config.DeadLetter{Topic: "jobs.dlq"},
+		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
 		Batch:      config.Batch{MaxRecords: 500, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 2, Linger: 5 * time.Millisecond, TransformConcurrency: 1},
 		Ledger:     config.Ledger{Topic: "orders-to-jobs.ledger"},
 		Client:     defaultClient,
@@ -86,7 +86,7 @@ var goodFiles = map[string]*config.Pipeline{
 			},
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 90 * time.Second},
-		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", MaxAttempts: 10},
+		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", MaxAttempts: 10, Ack: "reject"},
 		Batch:      config.Batch{MaxRecords: 10000, PollTimeout: 250 * time.Millisecond, RenewLocks: ptr(true), Consumers: 2, Linger: 5 * time.Millisecond, TransformConcurrency: 1},
 		Transforms: []transform.Spec{
 			{Type: "set", Name: "mark", Field: "meta.source", Value: map[string]any{
@@ -119,7 +119,7 @@ var goodFiles = map[string]*config.Pipeline{
 			ManageGroupConfig: ptr(true),
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 20 * time.Second},
-		DeadLetter: config.DeadLetter{Topic: "jobs.dlq"},
+		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
 		Batch:      config.Batch{MaxRecords: 500, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 2, Linger: 5 * time.Millisecond, TransformConcurrency: 1},
 		Transforms: []transform.Spec{
 			{Type: "set", Field: "template", Value: "${NOT_A_VARIABLE} costs $5"},
@@ -141,7 +141,7 @@ var goodFiles = map[string]*config.Pipeline{
 			ManageGroupConfig: ptr(true),
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
-		DeadLetter: config.DeadLetter{Topic: "jobs.dlq"},
+		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
 		Batch:      config.Batch{MaxRecords: 500, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 2, Linger: 5 * time.Millisecond, TransformConcurrency: 1},
 		Transforms: []transform.Spec{
 			{Type: "filter", When: &transform.Condition{Expr: `headers["x-test"] == "true"`}},
@@ -173,7 +173,7 @@ var goodFiles = map[string]*config.Pipeline{
 			ManageGroupConfig: ptr(true),
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
-		DeadLetter: config.DeadLetter{Topic: "jobs.dlq"},
+		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
 		Batch:      config.Batch{MaxRecords: 500, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 2, Linger: 5 * time.Millisecond, TransformConcurrency: 1},
 		Transforms: []transform.Spec{
 			{Type: "fail", Kind: "retry", Reason: "printer jam", When: &transform.Condition{Field: "order_id", Modulo: 7}},
@@ -200,7 +200,7 @@ func secured(name, broker string, tls config.TLS, sasl config.SASL, warnings ...
 			ManageGroupConfig: ptr(true),
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
-		DeadLetter: config.DeadLetter{Topic: "jobs.dlq"},
+		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
 		Batch:      config.Batch{MaxRecords: 500, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 2, Linger: 5 * time.Millisecond, TransformConcurrency: 1},
 		Ledger:     config.Ledger{Topic: name + ".ledger"},
 		TLS:        tls,
@@ -388,7 +388,7 @@ func bookNest(brokers []string, metrics string) *config.Pipeline {
 			ManageGroupConfig: ptr(true),
 		},
 		Output:     config.Output{Topic: "booknest.packing-jobs", TransactionTimeout: 10 * time.Second},
-		DeadLetter: config.DeadLetter{Topic: "booknest.packing-jobs.dlq"},
+		DeadLetter: config.DeadLetter{Topic: "booknest.packing-jobs.dlq", Ack: "accept"},
 		Batch:      config.Batch{MaxRecords: 50, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 2, Linger: 5 * time.Millisecond, TransformConcurrency: 1},
 		Transforms: []transform.Spec{
 			{Type: "fail", Name: "bad-address", Kind: "permanent", Reason: "bad address",

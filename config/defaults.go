@@ -17,6 +17,7 @@ const (
 	DefaultConsumers            = 2
 	DefaultLinger               = 5 * time.Millisecond
 	DefaultTransformConcurrency = 1
+	DefaultDeadLetterAck        = DeadLetterAccept
 	// DefaultLedgerSuffix follows the pipeline name in the default ledger
 	// topic: "<name>.ledger".
 	DefaultLedgerSuffix = ".ledger"
@@ -36,6 +37,7 @@ const (
 //	source.isolation_level           read_committed
 //	source.manage_group_config       true
 //	output.transaction_timeout       10s
+//	dead_letter.ack                  accept
 //	batch.max_records                500
 //	batch.poll_timeout               1s
 //	batch.renew_locks                true
@@ -78,6 +80,7 @@ func (p *Pipeline) setDefaults(explicit func(path string) bool) {
 		p.Source.ManageGroupConfig = &manage
 	}
 	dur("output.transaction_timeout", &p.Output.TransactionTimeout, DefaultTransactionTimeout)
+	str("dead_letter.ack", &p.DeadLetter.Ack, DefaultDeadLetterAck)
 	num("batch.max_records", &p.Batch.MaxRecords, DefaultMaxRecords)
 	dur("batch.poll_timeout", &p.Batch.PollTimeout, DefaultPollTimeout)
 	num("batch.consumers", &p.Batch.Consumers, DefaultConsumers)

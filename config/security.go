@@ -15,7 +15,7 @@ const (
 // order error messages name them.
 var Mechanisms = []string{MechanismPlain, MechanismScramSHA256, MechanismScramSHA512, MechanismOAuthBearer, MechanismAWSMSKIAM}
 
-// Compression codecs client.producer.compression accepts.
+// Compressions lists the codecs client.producer.compression accepts.
 var Compressions = []string{"none", "gzip", "snappy", "lz4", "zstd"}
 
 // TLS encrypts the connections to the brokers and, with a client

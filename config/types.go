@@ -92,7 +92,21 @@ type DeadLetter struct {
 	// broker, keeping the broker's last delivery as a spare for a crash
 	// during the last attempt.
 	MaxAttempts int `yaml:"max_attempts" json:"max_attempts"`
+	// Ack is how a dead-lettered record is acknowledged to the share
+	// group once its dead letter is committed: "accept" (default: the
+	// record was handled, by the dead letter) or "reject" (the share
+	// group shows it as unprocessable, and the broker archives it). With
+	// "reject" the relay refuses to start when the group has a
+	// broker-side dead-letter topic (KIP-1191), which would copy every
+	// dead letter a second time.
+	Ack string `yaml:"ack" json:"ack"`
 }
+
+// Acknowledgements of a dead-lettered record (DeadLetter.Ack).
+const (
+	DeadLetterAccept = "accept"
+	DeadLetterReject = "reject"
+)
 
 // Batch bounds one poll → transaction → ack cycle.
 type Batch struct {

@@ -266,6 +266,9 @@ func (v *validator) outputs() {
 	if n := p.DeadLetter.MaxAttempts; n < 0 || n > MaxDeadLetterAttempts {
 		v.add("dead_letter.max_attempts", "must be between 0 (use the group's delivery count limit) and %d (the broker's maximum), got %s", MaxDeadLetterAttempts, v.showAny("dead_letter.max_attempts", n))
 	}
+	if a := p.DeadLetter.Ack; a != DeadLetterAccept && a != DeadLetterReject {
+		v.add("dead_letter.ack", "must be %s or %s, got %s", DeadLetterAccept, DeadLetterReject, v.show("dead_letter.ack", a))
+	}
 
 	// The default ledger topic is only checked when the name it is built
 	// from is valid: a bad name is reported once, at name.

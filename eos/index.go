@@ -34,6 +34,7 @@ type Pos struct {
 	Offset    int64 `json:"o"`
 }
 
+// String returns the position as partition/offset, as logs show it.
 func (p Pos) String() string { return fmt.Sprintf("%d/%d", p.Partition, p.Offset) }
 
 // Claim is the record a transaction writes to the ledger, once per source
@@ -132,6 +133,7 @@ const (
 	FateOrphaned
 )
 
+// String returns the fate in lower case, as logs show it.
 func (f Fate) String() string {
 	return [...]string{"unknown", "committed", "aborted", "orphaned"}[f]
 }

@@ -72,22 +72,6 @@ func (l *testLedger) end(pid int64) {
 	}
 }
 
-// lose ends pid's transaction without writing its marker to the ledger:
-// the broker dropped it.
-func (l *testLedger) lose(pid int64) { l.end(pid) }
-
-// markerAt appends a marker of pid at an explicit epoch.
-func (l *testLedger) markerAt(lp int32, pid int64, epoch int16, commit bool) Pos {
-	l.logs[lp] = append(l.logs[lp], testEntry{pid: pid, epoch: epoch, commit: commit})
-	return Pos{lp, int64(len(l.logs[lp]) - 1)}
-}
-
-// resolve appends a resolution record for the claims at positions.
-func (l *testLedger) resolve(lp int32, commit bool, positions ...Pos) Pos {
-	l.logs[lp] = append(l.logs[lp], testEntry{resolution: &Resolution{Claims: positions, Commit: commit}})
-	return Pos{lp, int64(len(l.logs[lp]) - 1)}
-}
-
 // catchUp applies to x everything of the ledger it has not applied yet.
 func (l *testLedger) catchUp(x *Index) {
 	for lp, log := range l.logs {

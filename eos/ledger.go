@@ -67,11 +67,20 @@ type LedgerConfig struct {
 	Instance string
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
+	// ReadOnly opens the ledger only to look (Guard's Committed): it
+	// creates no topic (ErrNoLedger when the ledger topic does not
+	// exist), writes no snapshot and runs no resolver. For tools that
+	// must write nothing, such as relay dlq replay --dry-run. Its Guards
+	// must not claim.
+	ReadOnly bool
 }
+
+// SnapshotTopic is the default snapshot topic of the ledger topic ledger.
+func SnapshotTopic(ledger string) string { return ledger + ".snapshots" }
 
 func (c *LedgerConfig) defaults() {
 	if c.SnapshotTopic == "" {
-		c.SnapshotTopic = c.Topic + ".snapshots"
+		c.SnapshotTopic = SnapshotTopic(c.Topic)
 	}
 	if c.Partitions <= 0 {
 		c.Partitions = 1
@@ -99,6 +108,9 @@ func (c *LedgerConfig) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.ReadOnly {
+		c.SnapshotEvery = -1
 	}
 }
 
@@ -132,7 +144,8 @@ type Ledger struct {
 	failed  chan struct{}
 	failure error
 
-	topicID [16]byte // the ledger topic's ID when opened
+	topicID     [16]byte // the ledger topic's ID when opened
+	noSnapshots bool     // ReadOnly: the snapshot topic does not exist
 
 	reader   *kgo.Client
 	snap     *kgo.Client
@@ -174,9 +187,11 @@ func OpenLedger(ctx context.Context, cfg LedgerConfig) (*Ledger, error) {
 		return nil, err
 	}
 
-	snap, err := l.loadSnapshot(ctx)
-	if err != nil {
-		return nil, err
+	var snap *Snapshot
+	if !l.noSnapshots {
+		if snap, err = l.loadSnapshot(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if snap != nil {
 		l.idx = Restore(snap, cfg.Markers)
@@ -226,17 +241,21 @@ func OpenLedger(ctx context.Context, cfg LedgerConfig) (*Ledger, error) {
 		l.reader.Close()
 		return nil, fmt.Errorf("eos: creating snapshot producer: %w", err)
 	}
-	l.resolver, err = kgo.NewClient(append(append([]kgo.Opt{}, cfg.ClientOpts...), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
-	if err != nil {
-		l.reader.Close()
-		l.snap.Close()
-		return nil, fmt.Errorf("eos: creating resolution producer: %w", err)
-	}
 	rctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
-	l.wg.Add(2)
+	if !cfg.ReadOnly {
+		l.resolver, err = kgo.NewClient(append(append([]kgo.Opt{}, cfg.ClientOpts...), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+		if err != nil {
+			cancel()
+			l.reader.Close()
+			l.snap.Close()
+			return nil, fmt.Errorf("eos: creating resolution producer: %w", err)
+		}
+		l.wg.Add(1)
+		go l.resolveLoop(rctx)
+	}
+	l.wg.Add(1)
 	go l.read(rctx)
-	go l.resolveLoop(rctx)
 
 	// Catch up to the end seen at start, so Committed is meaningful from
 	// the first batch on.
@@ -402,6 +421,10 @@ func (l *Ledger) checkTopic(ctx context.Context) error {
 	return nil
 }
 
+// ErrNoLedger means a ReadOnly ledger's topic does not exist: nothing was
+// ever claimed in it.
+var ErrNoLedger = errors.New("eos: the claim ledger does not exist")
+
 // ErrLedgerLost means the claim ledger can no longer be read: the
 // exactly-once state is gone, and the relay must stop.
 var ErrLedgerLost = errors.New("eos: the claim ledger is lost")
@@ -549,6 +572,13 @@ func (l *Ledger) ensureTopics(ctx context.Context, adm *kadm.Client) error {
 		td, err := adm.ListTopics(ctx, t.name)
 		if err != nil {
 			return fmt.Errorf("eos: looking up %s: %w", t.name, err)
+		}
+		if d, ok := td[t.name]; l.cfg.ReadOnly && (!ok || d.Err != nil) {
+			if t.name == l.cfg.Topic {
+				return fmt.Errorf("%w: %s", ErrNoLedger, t.name)
+			}
+			l.noSnapshots = true
+			continue
 		}
 		if d, ok := td[t.name]; ok && d.Err == nil {
 			if t.name == l.cfg.Topic {

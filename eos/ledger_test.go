@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -184,4 +185,43 @@ func anyOf(bs []bool) bool {
 		}
 	}
 	return false
+}
+
+func TestAReadOnlyLedgerSeesCommitsAndCreatesNothing(t *testing.T) {
+	c, _ := kfake.NewCluster(kfake.NumBrokers(1))
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cfg := LedgerConfig{
+		ClientOpts: []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)},
+		Topic:      "p.ledger", ClaimWait: 3 * time.Second, SnapshotEvery: -1,
+		Markers: MarkersAtSameOrNextEpoch, ReadOnly: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	if _, err := OpenLedger(ctx, cfg); !errors.Is(err, ErrNoLedger) {
+		t.Fatalf("OpenLedger of a missing ledger, read-only: %v; want ErrNoLedger", err)
+	}
+	cl, _ := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	defer cl.Close()
+	if td, err := kadm.NewClient(cl).ListTopics(ctx); err != nil || td.Has("p.ledger") || td.Has("p.ledger.snapshots") {
+		t.Fatalf("topics after a read-only open: %v, %v; want no ledger topics", td.Names(), err)
+	}
+
+	l := openTestLedger(t, c) // creates the ledger
+	a := newTx(t, c, "a")
+	a.cl.BeginTransaction()
+	if _, err := claim(ctx, l.Guard("a"), a, srcs(5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := OpenLedger(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if got := ro.Guard("look").Committed(srcs(5, 6)); !got[0] || got[1] {
+		t.Fatalf("read-only Committed = %v, want [true false]", got)
+	}
 }

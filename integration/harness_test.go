@@ -29,6 +29,7 @@ func TestMain(m *testing.M) {
 	}
 	relayBin = bin
 	code := kafkatest.Run(m)
+	stopSecured(code != 0)
 	cleanup()
 	os.Exit(code)
 }

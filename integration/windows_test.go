@@ -105,6 +105,30 @@ func TestRealBrokerWindow3StalledPastTheLockThenCommits(t *testing.T) {
 	}
 }
 
+// Window 3, past the transaction timeout: the worker stalls before its
+// commit for longer than output.transaction_timeout, so the coordinator
+// aborts the transaction (and bumps the producer's epoch) under it. The
+// late commit is refused; the worker must replace its producer and carry
+// on — one that kept the refused client would never write again (seen
+// in CI: a worker paused for good on INVALID_TXN_STATE).
+func TestRealBrokerWindow3StalledPastTheTransactionTimeout(t *testing.T) {
+	seeds := seedsFor(t)
+	for _, m := range modes {
+		if !m.exact {
+			continue // at-least-once writes no transaction to time out
+		}
+		t.Run(m.delivery, func(t *testing.T) {
+			const n = 300
+			p := newPipe(t, seeds, harness.PipelineOptions{
+				Delivery: m.delivery, Workers: 1, MaxRecords: 20, TxnTimeout: 3 * time.Second,
+			})
+			seedOrders(t, p, 1, n)
+			startRelay(t, p, "a", fp(failpoint.BeforeCommit+"=sleep(6s)@3"))
+			judge(t, m, settled(t, p, n, 90*time.Second), n, 0)
+		})
+	}
+}
+
 // Window 3, for real: SIGSTOP a relay past its lock and SIGCONT it while
 // another one keeps working. Whether at-least-once duplicates depends on
 // where the process stops, so only exactly-once is judged.
@@ -157,7 +181,11 @@ func TestRealBrokerWindow5BrokerRestartAfterCommit(t *testing.T) {
 			if code, err := a.Wait(2 * time.Minute); err != nil || code != 128+int(syscall.SIGKILL) {
 				t.Fatalf("relay a: exit %d, %v; want killed by the failpoint", code, err)
 			}
-			restartBroker(t, seeds, p.Output, p.DeadLetter, p.Ledger)
+			written := []string{p.Output, p.DeadLetter}
+			if m.exact {
+				written = append(written, p.Ledger) // at-least-once has none
+			}
+			restartBroker(t, seeds, written...)
 			startRelay(t, p, "b")
 			judge(t, m, settled(t, p, n, 3*time.Minute), n, 0)
 		})

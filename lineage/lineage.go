@@ -63,6 +63,21 @@ const (
 	HeaderDLQKeyOmitted     = DLQPrefix + "key.omitted.bytes"
 )
 
+// Replay headers, on every record `relay dlq replay` writes (outputs,
+// copies and dead letters written again). The replay treats each dead
+// letter as a source record: sharerelay.source.* name the dead letter's
+// own coordinates (dead-letter topic, partition, offset), so a replayed
+// dead letter is counted once like any source record, and these name the
+// original source record the dead letter stood for — carried over when a
+// dead letter of a replay is replayed again. sharerelay.replay.job names
+// the replay job that wrote the record.
+const (
+	HeaderReplayOfTopic     = "sharerelay.replay.of.topic"
+	HeaderReplayOfPartition = "sharerelay.replay.of.partition"
+	HeaderReplayOfOffset    = "sharerelay.replay.of.offset"
+	HeaderReplayJob         = "sharerelay.replay.job"
+)
+
 // Source is a source record's coordinates.
 type Source struct {
 	Topic     string
@@ -167,4 +182,54 @@ func IndexOf(r *kgo.Record) (index, count int, ok bool) {
 		return 0, 1, true
 	}
 	return index, count, have == 3 && index < count
+}
+
+// SetReplay replaces any sharerelay.replay.* headers in hs with the
+// original source record of and the replay job, and returns the result.
+func SetReplay(hs []kgo.RecordHeader, of Source, job string) []kgo.RecordHeader {
+	out := hs[:0:0]
+	for _, h := range hs {
+		switch h.Key {
+		case HeaderReplayOfTopic, HeaderReplayOfPartition, HeaderReplayOfOffset, HeaderReplayJob:
+			continue
+		}
+		out = append(out, h)
+	}
+	return append(out,
+		kgo.RecordHeader{Key: HeaderReplayOfTopic, Value: []byte(of.Topic)},
+		kgo.RecordHeader{Key: HeaderReplayOfPartition, Value: strconv.AppendInt(nil, int64(of.Partition), 10)},
+		kgo.RecordHeader{Key: HeaderReplayOfOffset, Value: strconv.AppendInt(nil, of.Offset, 10)},
+		kgo.RecordHeader{Key: HeaderReplayJob, Value: []byte(job)},
+	)
+}
+
+// ReplayOf reads the sharerelay.replay.of.* headers of r and the job that
+// wrote it. ok is false when r is no replay's record (a coordinate
+// missing or malformed).
+func ReplayOf(r *kgo.Record) (of Source, job string, ok bool) {
+	var have int
+	for _, h := range r.Headers {
+		switch h.Key {
+		case HeaderReplayOfTopic:
+			of.Topic = string(h.Value)
+			have |= 1
+		case HeaderReplayOfPartition:
+			p, err := strconv.ParseInt(string(h.Value), 10, 32)
+			if err != nil {
+				return of, "", false
+			}
+			of.Partition = int32(p)
+			have |= 2
+		case HeaderReplayOfOffset:
+			o, err := strconv.ParseInt(string(h.Value), 10, 64)
+			if err != nil {
+				return of, "", false
+			}
+			of.Offset = o
+			have |= 4
+		case HeaderReplayJob:
+			job = string(h.Value)
+		}
+	}
+	return of, job, have == 7
 }

@@ -72,3 +72,15 @@ func TestIndexOfRejectsMissingOrMalformedPositions(t *testing.T) {
 		}
 	}
 }
+
+func TestSetReplayReplacesAnEarlierReplaysHeadersAndReplayOfReadsThem(t *testing.T) {
+	hs := SetReplay([]kgo.RecordHeader{{Key: "a", Value: []byte("1")}}, Source{Topic: "orders", Partition: 1, Offset: 2}, "old")
+	hs = SetReplay(hs, Source{Topic: "orders", Partition: 3, Offset: 4}, "new")
+	of, job, ok := ReplayOf(&kgo.Record{Headers: hs})
+	if !ok || of != (Source{"orders", 3, 4}) || job != "new" || len(hs) != 5 || hs[0].Key != "a" {
+		t.Fatalf("ReplayOf = %+v, %q, %v; headers %v", of, job, ok, hs)
+	}
+	if _, _, ok := ReplayOf(&kgo.Record{Headers: []kgo.RecordHeader{{Key: HeaderReplayOfTopic, Value: []byte("t")}}}); ok {
+		t.Fatal("ReplayOf accepted a record with only a topic")
+	}
+}

@@ -229,7 +229,7 @@ func (r *Relay) Run(ctx context.Context) error {
 // ready; the outage is logged when it starts, every 30 s, and when it
 // ends.
 func (r *Relay) retry(ctx context.Context, what string, start func() error) error {
-	began, logged := time.Now(), time.Time{}
+	began, logged, eofSince := time.Now(), time.Time{}, time.Time{}
 	for attempt := 1; ; attempt++ {
 		err := start()
 		if err == nil {
@@ -244,6 +244,20 @@ func (r *Relay) retry(ctx context.Context, what string, start func() error) erro
 		if !transient(err) {
 			return err
 		}
+		// A broker that closes every connection at once is usually
+		// one that wants TLS or SASL the client does not speak (or a
+		// proxy cutting it): waited out for a while, then a stop that
+		// keeps franz-go's hint.
+		var eof *kgo.ErrFirstReadEOF
+		if errors.As(err, &eof) {
+			if eofSince.IsZero() {
+				eofSince = time.Now()
+			} else if time.Since(eofSince) > firstReadEOFLimit {
+				return fmt.Errorf("%s: the broker closed every connection at once for %s: %w", what, firstReadEOFLimit, err)
+			}
+		} else {
+			eofSince = time.Time{}
+		}
 		r.health.setStarting(what + ": " + err.Error())
 		backoff := min(time.Duration(attempt)*500*time.Millisecond, 10*time.Second)
 		if time.Since(logged) >= outageLogEvery {
@@ -255,6 +269,10 @@ func (r *Relay) retry(ctx context.Context, what string, start func() error) erro
 		}
 	}
 }
+
+// firstReadEOFLimit is how long start-up waits out a broker that closes
+// every connection at once.
+const firstReadEOFLimit = time.Minute
 
 // transient reports whether a start-up error is worth waiting out: the
 // cluster could not be reached, or answered with a retriable error.
@@ -343,7 +361,7 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 	adm := kadm.NewClient(cl)
 
 	names := append(append([]string{}, r.p.Source.Topics...), r.p.OutputTopics()...)
-	td, err := checkTopics(ctx, adm, dedupe(names))
+	td, err := checkTopics(ctx, cl, dedupe(names), topicGrace)
 	if err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
@@ -386,6 +404,9 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 		r.log.Warn("could not read the share group's delivery limit; assuming Kafka's default", "limit", l.DeliveryCountLimit, "err", err)
 	}
 	r.setLimits(l)
+	if err := checkBrokerDLQ(ctx, cl, r.p, r.log); err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
 	r.log.Info("delivery limits", "delivery_count_limit", l.DeliveryCountLimit, "from", l.From,
 		"max_attempts", r.limits.attempts(), "lock_duration_ms", l.LockDurationMs, "delivery", r.p.Delivery)
 	if r.p.Delivery == config.ExactlyOnce && r.p.Output.TransactionTimeout >= time.Duration(l.LockDurationMs)*time.Millisecond {
@@ -450,6 +471,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 	log := r.log.With("worker", i)
 	txnID := r.TransactionalID(i)
 
+	disrupt := &disruptions{}
 	newProducer := func(ctx context.Context) (*txn.Producer, error) {
 		return txn.New(ctx, txn.Config{
 			Seeds:              r.p.Brokers,
@@ -460,7 +482,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 			// At-least-once writes without transactions: nothing to
 			// claim, and a batch written twice is what it allows.
 			Idempotent: r.p.Delivery == config.AtLeastOnce,
-			Extra:      r.clientOpts(),
+			Extra:      r.clientOpts(kgo.WithHooks(disrupt)),
 		})
 	}
 	var prod *txn.Producer
@@ -531,8 +553,9 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		limits: &r.limits, txnTimeout: r.p.Output.TransactionTimeout, pollTimeout: r.p.Batch.PollTimeout,
 		topicIDs: topicIDs, renewEvery: r.renewEvery(),
 		src: src, linger: r.p.Batch.Linger, most: r.p.Batch.Consumers * r.p.Batch.MaxRecords, concurrency: r.p.Batch.TransformConcurrency,
-		prod: prod, newProducer: newProducer, guard: guard, chain: r.chain, m: r.m, health: r.health, log: log, now: time.Now,
-		sizes: func() map[string]int { return *r.sizes.Load() },
+		prod: prod, newProducer: newProducer, disrupt: disrupt, guard: guard, chain: r.chain, m: r.m, health: r.health, log: log, now: time.Now,
+		sizes:             func() map[string]int { return *r.sizes.Load() },
+		rejectDeadLetters: r.p.DeadLetter.Ack == config.DeadLetterReject,
 	}
 	defer func() { w.prod.Close() }()
 	ready()

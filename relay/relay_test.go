@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -530,4 +531,86 @@ func TestTransformConcurrencyRunsABatchsStepsAtOnceAndKeepsItsOrder(t *testing.T
 			last[k] = src.Offset
 		})
 	}
+}
+
+func TestStartUpWaitsBrieflyForATopicCreatedJustBefore(t *testing.T) {
+	old := topicGrace
+	topicGrace = 2 * time.Second
+	t.Cleanup(func() { topicGrace = old })
+
+	t.Run("appears within the grace", func(t *testing.T) {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "orders", "jobs"),
+			kfake.BrokerConfigs(map[string]string{"group.share.heartbeat.interval.ms": "200"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		seedOrders(t, c, 30)
+		r, err := New(Options{Pipeline: pipeline(t, c, ""), Instance: "a", Registerer: prometheus.NewRegistry(), Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The dead-letter topic shows up half a second after the relay
+		// started looking for it.
+		time.AfterFunc(500*time.Millisecond, func() {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+			if err != nil {
+				return
+			}
+			defer cl.Close()
+			if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), 1, 1, nil, "jobs.dlq"); err != nil {
+				t.Errorf("creating jobs.dlq: %v", err)
+			}
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- r.Run(ctx) }()
+		stopped := false
+		defer func() {
+			cancel()
+			if !stopped {
+				if err := <-done; err != nil {
+					t.Errorf("Run returned %v after cancel, want nil", err)
+				}
+			}
+		}()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			jobs, err := audit.ReadCommitted(ctx, []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, "jobs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if jobs.Records == 30 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("relayed %d records in 20s, want 30", jobs.Records)
+			}
+			select {
+			case err := <-done:
+				stopped = true
+				t.Fatalf("relay stopped: %v", err)
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	})
+	t.Run("still missing after the grace", func(t *testing.T) {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "orders", "jobs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		r, err := New(Options{Pipeline: pipeline(t, c, ""), Instance: "a", Registerer: prometheus.NewRegistry(), Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		err = r.Run(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "jobs.dlq") || !strings.Contains(err.Error(), "do not exist") {
+			t.Fatalf("Run = %v, want an error naming the missing topic jobs.dlq", err)
+		}
+		if took := time.Since(start); took < topicGrace {
+			t.Fatalf("gave up after %s, before the grace of %s", took, topicGrace)
+		}
+	})
 }

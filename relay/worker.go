@@ -70,14 +70,21 @@ type worker struct {
 	// failures counts consecutive transactions that ended without a
 	// commit, for the backoff before the next poll.
 	failures int
-	// fencedAt is when the producer was last fenced (see fenced).
+	// fencedAt is when the producer was last fenced (see fenced), and
+	// disrupt when its clients last failed to reach a broker
+	// (fencing.go); nil in tests that do not track it.
 	fencedAt time.Time
+	disrupt  *disruptions
 	guard    eos.Guard
 	chain    *transform.Chain
 	m        *metrics.Metrics
 	health   *health
 	log      *slog.Logger
 	now      func() time.Time
+
+	// rejectDeadLetters: a committed dead letter's record is REJECTed
+	// rather than ACCEPTed (dead_letter.ack: reject).
+	rejectDeadLetters bool
 }
 
 // plan is what one source record of a batch turned into.
@@ -214,7 +221,11 @@ func (w *worker) process(ctx context.Context, b *batch) (err error) {
 			w.countCommitted(plans, now)
 			_ = failpoint.Hit(failpoint.AfterCommitBeforeAck)
 			for _, i := range now {
-				b.set(i, kgo.AckAccept)
+				ack := kgo.AckAccept
+				if plans[i].deadLetter && w.rejectDeadLetters {
+					ack = kgo.AckReject // dead_letter.ack: reject
+				}
+				b.set(i, ack)
 			}
 			pending = later
 		case conflict:
@@ -242,18 +253,20 @@ func (w *worker) process(ctx context.Context, b *batch) (err error) {
 			w.failures++
 			return nil
 		case fenced:
-			// A newer producer with our transactional id took over —
-			// or our own client's recovery was refused: after a
-			// coordinator reload (a broker restart) the coordinator no
-			// longer knows the producer's previous epoch, and
-			// franz-go's KIP-360 re-initialisation with the expected
-			// epoch is answered PRODUCER_FENCED although no other
-			// instance exists. A fresh producer recovers the second
-			// case; a live twin would fence us again at once.
-			if !w.fencedAt.IsZero() && time.Since(w.fencedAt) < fenceWindow {
+			// Another instance with our name, or our own client's
+			// recovery refused after a broker failure (see
+			// fencing.go). A fresh producer recovers the second; a
+			// twin fences us again at once.
+			now := time.Now()
+			if w.disrupt != nil && w.disrupt.recent(now, fenceExcuse) {
+				w.stale = true
+				w.log.Warn("producer fenced soon after a broker failure (the coordinator forgot its epoch); re-creating it", "err", out.err)
+				return nil // the batch is released
+			}
+			if !w.fencedAt.IsZero() && now.Sub(w.fencedAt) < fenceWindow {
 				return fmt.Errorf("worker %d: fenced twice within %s: another instance runs with the same name: %w", w.id, fenceWindow, out.err)
 			}
-			w.fencedAt = time.Now()
+			w.fencedAt = now
 			w.stale = true
 			w.log.Warn("producer fenced; re-creating it (stops if fenced again soon: another instance with this name)", "err", out.err)
 			return nil
@@ -327,10 +340,6 @@ func (w *worker) fit(b *batch, plans []plan, pending []int) (now, later []int) {
 	}
 	return now, later
 }
-
-// fenceWindow: a worker fenced twice within it stops (another instance
-// with the same name runs).
-const fenceWindow = 30 * time.Second
 
 // outcomeKind is how one transaction attempt ended.
 type outcomeKind int8
@@ -508,6 +517,11 @@ func (w *worker) write(ctx context.Context, b *batch, plans []plan, srcs []eos.S
 		return outcome{kind: fenced, err: err}
 	}
 	w.log.Warn("transaction not committed; releasing its records", "stage", "commit", "records", len(pending), "err", err)
+	// A refused commit can leave the client's transactional state
+	// unusable (after the coordinator aborted a transaction that
+	// outlived its timeout, franz-go keeps answering INVALID_TXN_STATE):
+	// a fresh producer starts clean.
+	w.stale = true
 	return outcome{kind: notCommitted, err: err}
 }
 
@@ -521,9 +535,11 @@ func (w *worker) failed(stage string, err, aerr error) outcome {
 	if errors.Is(err, txn.ErrFenced) || errors.Is(aerr, txn.ErrFenced) {
 		return outcome{kind: fenced, err: errors.Join(err, aerr)}
 	}
-	if class == kafkaerr.Destination {
+	if class == kafkaerr.Destination || !kafkaerr.Unreachable(err) {
 		// A deleted and recreated topic leaves the producer with a
-		// stale topic ID; a fresh client starts clean.
+		// stale topic ID, and an answer the broker gave may leave it in
+		// a state it does not leave by itself; a fresh client starts
+		// clean. (A broker that cannot be reached needs no new client.)
 		w.stale = true
 	}
 	if class == kafkaerr.Record {

@@ -496,7 +496,7 @@ func (t *splitT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
 	}
 	out := make([]*Record, 0, len(elems))
 	for i, e := range elems {
-		var x any = e
+		x := e
 		if t.to != "" {
 			if err := setPath(obj, t.to, e); err != nil {
 				return nil, err

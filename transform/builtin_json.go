@@ -247,9 +247,7 @@ func modMatches(text string, m, rem int64) bool {
 }
 
 func isInteger(s string) bool {
-	if strings.HasPrefix(s, "-") {
-		s = s[1:]
-	}
+	s = strings.TrimPrefix(s, "-")
 	if s == "" {
 		return false
 	}

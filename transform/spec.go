@@ -124,6 +124,8 @@ type FieldError struct {
 	Line, Col int
 }
 
+// Error returns "path: message", without the line and column, which the
+// config package turns into file:line:col.
 func (e FieldError) Error() string { return e.Path + ": " + e.Msg }
 
 // Target is a topic a step may send records to, with its path in the

@@ -98,6 +98,8 @@ const (
 	KindPermanent
 )
 
+// String returns "retry" or "permanent", the words a fail step's kind
+// is written with in a pipeline file.
 func (k Kind) String() string {
 	if k == KindPermanent {
 		return "permanent"
@@ -117,6 +119,8 @@ type Error struct {
 	Err  error
 }
 
+// Error returns the cause's message (else the class), prefixed with the
+// failing step when known.
 func (e *Error) Error() string {
 	msg := e.Class
 	if e.Err != nil {
@@ -128,6 +132,8 @@ func (e *Error) Error() string {
 	return msg
 }
 
+// Unwrap returns the cause, so errors.Is and errors.As see through the
+// classification.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Retry marks err as retryable: the record is released and delivered again.

@@ -323,6 +323,7 @@ type ValidationError struct {
 	Errors []FieldError
 }
 
+// Error lists every problem in one line, separated by semicolons.
 func (e *ValidationError) Error() string {
 	var b strings.Builder
 	if len(e.Errors) == 1 {

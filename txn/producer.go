@@ -33,6 +33,8 @@ const (
 	Unknown
 )
 
+// String returns the outcome as logs show it: committed, not-committed
+// or unknown.
 func (o Outcome) String() string {
 	switch o {
 	case Committed:
@@ -166,6 +168,8 @@ type WriteError struct {
 	Total  int
 }
 
+// Error counts the records not written and quotes up to three distinct
+// causes, so one bad batch does not flood a log line.
 func (e *WriteError) Error() string {
 	idx := slices.Sorted(maps.Keys(e.Failed))
 	var b strings.Builder

@@ -4,6 +4,9 @@
 //	relay validate <file>...
 //	relay test [-v] <pipeline.yaml> [tests.yaml...]
 //	relay verify -c configs/<pipeline>.yaml [--json]
+//	relay dlq inspect -c configs/<pipeline>.yaml [--json] [selection]
+//	relay dlq replay -c configs/<pipeline>.yaml [selection] [--to TOPIC] [--dry-run]
+//	relay check -c configs/<pipeline>.yaml
 //	relay demo
 //	relay version
 //
@@ -42,6 +45,9 @@ const usage = `usage:
   relay validate <pipeline.yaml>...
   relay test [-v] <pipeline.yaml> [tests.yaml...]
   relay verify -c <pipeline.yaml> [--json] [--timeout 5m]
+  relay dlq inspect -c <pipeline.yaml> [--json] [selection]       (relay dlq help: the selection flags)
+  relay dlq replay -c <pipeline.yaml> [selection] [--to TOPIC] [--dry-run] [--job NAME]
+  relay check -c <pipeline.yaml> [--timeout 1m]
   relay demo
   relay version
 `
@@ -66,6 +72,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdDemo(args[1:], stdout, stderr)
 	case "verify":
 		return cmdVerify(args[1:], stdout, stderr)
+	case "dlq":
+		return cmdDLQ(args[1:], stdout, stderr)
+	case "check":
+		return cmdCheck(args[1:], stdout, stderr)
 	case "version", "--version":
 		readBuildVersion().print(stdout)
 		return 0

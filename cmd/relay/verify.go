@@ -124,6 +124,13 @@ func printReport(w io.Writer, name string, r *audit.Report) {
 			fmt.Fprintf(w, "fan-outs missing outputs in %s[%d], e.g. offsets %v\n", pr.Topic, pr.Partition, pr.IncompleteSample)
 		}
 	}
+	if rr := r.Replays; rr != nil {
+		fmt.Fprintf(w, "replayed dead letters (relay dlq replay): %d: %d to the output (%d records), %d dead-lettered again; %d replayed more than once, %d both\n",
+			rr.DeadLetters, rr.Output, rr.Outputs, rr.DeadLettered, rr.Duplicated, rr.Both)
+		if len(rr.DuplicatedSample) > 0 {
+			fmt.Fprintf(w, "dead letters replayed more than once, e.g. %v\n", rr.DuplicatedSample)
+		}
+	}
 	if l := r.Ledger; l != nil {
 		fmt.Fprintf(w, "claim ledger: %d claims; %d orphaned (their marker was lost), settled %d committed / %d aborted; %d pending; %d unsettled\n",
 			l.Claims, l.Orphaned, l.SettledCommitted, l.SettledAborted, l.Pending, len(l.Unsettled))

@@ -246,7 +246,7 @@ func (s *scenario) seedRange(from, to int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	err := s.orders().Seed(ctx, s.env.direct, from, to,
-		kgo.MaxBufferedRecords(50_000), kgo.RecordDeliveryTimeout(2*time.Minute), kgo.ProducerBatchMaxBytes(int32(batchBytes())))
+		kgo.MaxBufferedRecords(50_000), kgo.RecordDeliveryTimeout(2*time.Minute), kgo.ProducerBatchMaxBytes(int32(s.batchBytes())))
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func (s *scenario) stream(from, to int, d time.Duration) (wait func()) {
 	go func() {
 		defer close(done)
 		cl, err := kgo.NewClient(kgo.SeedBrokers(s.env.direct...), kgo.ProducerLinger(5*time.Millisecond),
-			kgo.RecordDeliveryTimeout(5*time.Minute), kgo.ProducerBatchMaxBytes(int32(batchBytes())))
+			kgo.RecordDeliveryTimeout(5*time.Minute), kgo.ProducerBatchMaxBytes(int32(s.batchBytes())))
 		if err != nil {
 			s.t.Error(err)
 			return
@@ -636,4 +636,13 @@ func batchBytes() int {
 		return v
 	}
 	return 16 << 10
+}
+
+// batchBytes is batchBytes(), raised to 64 KiB for a scenario whose
+// orders carry padding (a record larger than a batch cannot be produced).
+func (s *scenario) batchBytes() int {
+	if s.o.Pad != nil {
+		return max(batchBytes(), 64<<10)
+	}
+	return batchBytes()
 }

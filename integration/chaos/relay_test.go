@@ -35,8 +35,6 @@ type relay struct {
 	incs      []*incarnation
 	gone      bool          // stopped for good: no more restarts
 	nextDelay time.Duration // restart delay after an exit the harness caused
-	held      bool          // do not restart until released
-	release   chan struct{}
 	supDone   chan struct{}
 }
 
@@ -132,18 +130,6 @@ func (r *relay) supervise(inc *incarnation) {
 					r.name, inc.n, code, time.Since(inc.started).Round(time.Millisecond), inc.LogTail(1500))
 			}
 		}
-		for {
-			r.mu.Lock()
-			held, rel := r.held, r.release
-			r.mu.Unlock()
-			if !held {
-				break
-			}
-			select {
-			case <-rel:
-			case <-r.s.stopCh:
-			}
-		}
 		select {
 		case <-time.After(delay):
 		case <-r.s.stopCh:
@@ -168,24 +154,6 @@ func (r *relay) current() *incarnation {
 		return nil
 	}
 	return r.cur
-}
-
-// hold keeps the supervisor from restarting the relay until unhold.
-func (r *relay) hold() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.held {
-		r.held, r.release = true, make(chan struct{})
-	}
-}
-
-func (r *relay) unhold() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.held {
-		r.held = false
-		close(r.release)
-	}
 }
 
 // kill SIGKILLs the running incarnation and has it restarted after

@@ -212,6 +212,8 @@ func CompleteHanging(ctx context.Context, adm *kadm.Client, hs []HangingTxn) err
 	return nil
 }
 
+// String describes the hanging transaction in one line for test logs,
+// with its verdict (UNKNOWN before one is reached) and why.
 func (h HangingTxn) String() string {
 	v := h.Verdict
 	if v == "" {

@@ -252,6 +252,7 @@ func TestNewPipelineWritesAFileTheRelayLoads(t *testing.T) {
 					c.Delivery, "exactly-once",
 					fmt.Sprint(c.Workers, c.Batch.MaxRecords, c.Batch.PollTimeout, c.Output.TransactionTimeout), "2 50 500ms 10s",
 					fmt.Sprint(*c.Batch.RenewLocks, c.DeadLetter.MaxAttempts, len(c.Transforms), c.Metrics.Listen == ""), "false 0 0 true",
+					c.DeadLetter.Ack, "accept",
 				}
 				for i := 0; i < len(want); i += 2 {
 					if want[i] != want[i+1] {
@@ -265,7 +266,7 @@ func TestNewPipelineWritesAFileTheRelayLoads(t *testing.T) {
 			opts: harness.PipelineOptions{
 				Brokers: []string{"${HARNESS_BROKERS}"}, MetricsListen: "${HARNESS_METRICS}",
 				Delivery: "at-least-once", Workers: 3, Partitions: 1, MaxRecords: 7, PollTimeout: time.Second,
-				TxnTimeout: 4 * time.Second, RenewLocks: true, MaxAttempts: 2,
+				TxnTimeout: 4 * time.Second, RenewLocks: true, MaxAttempts: 2, DeadLetterAck: "reject",
 				GroupConfigs: map[string]string{"share.record.lock.duration.ms": "6000", "share.delivery.count.limit": "3"},
 				Transforms: `
   - {type: fail, kind: permanent, reason: bad address, when: {field: order_id, modulo: 500, remainder: 0}}
@@ -273,8 +274,8 @@ func TestNewPipelineWritesAFileTheRelayLoads(t *testing.T) {
 			},
 			check: func(t *testing.T, p *harness.Pipeline, c *config.Pipeline) {
 				got := fmt.Sprintln(c.Brokers, c.Metrics.Listen, c.Delivery, c.Workers, c.Batch.MaxRecords, c.Batch.PollTimeout,
-					c.Output.TransactionTimeout, *c.Batch.RenewLocks, c.DeadLetter.MaxAttempts, c.Source.GroupConfigs, len(c.Transforms))
-				want := "[127.0.0.1:1 127.0.0.1:2] 127.0.0.1:3 at-least-once 3 7 1s 4s true 2 " +
+					c.Output.TransactionTimeout, *c.Batch.RenewLocks, c.DeadLetter.MaxAttempts, c.DeadLetter.Ack, c.Source.GroupConfigs, len(c.Transforms))
+				want := "[127.0.0.1:1 127.0.0.1:2] 127.0.0.1:3 at-least-once 3 7 1s 4s true 2 reject " +
 					"map[share.delivery.count.limit:3 share.record.lock.duration.ms:6000] 2\n"
 				if got != want {
 					t.Errorf("loaded %swant   %s", got, want)
@@ -414,9 +415,34 @@ func TestProcLogsOutputWithItsEnvironment(t *testing.T) {
 	}
 }
 
+func TestStartSendsStdoutApartFromTheLogWhenAsked(t *testing.T) {
+	dir := t.TempDir()
+	c := harness.Command{Name: "sh", Path: "/bin/sh", Args: []string{"-c", "echo report; echo log >&2"},
+		LogPath: filepath.Join(dir, "log"), StdoutPath: filepath.Join(dir, "out")}
+	p, err := harness.Start(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, err := p.Wait(10 * time.Second); err != nil || code != 0 {
+		t.Fatalf("exit %d, %v", code, err)
+	}
+	out, _ := os.ReadFile(c.StdoutPath)
+	log, _ := os.ReadFile(c.LogPath)
+	if string(out) != "report\n" || string(log) != "log\n" {
+		t.Fatalf("stdout %q, log %q", out, log)
+	}
+}
+
 func TestStartRefusesAProcessWithoutALog(t *testing.T) {
 	if _, err := harness.Start(harness.Command{Name: "x", Path: "/bin/true"}); err == nil {
 		t.Fatal("started a process whose output would be lost")
+	}
+}
+
+func TestRelayDLQCommandRunsADeadLetterCommandOnThePipeline(t *testing.T) {
+	c := harness.RelayDLQCommand("/bin/relay", "/p.yaml", "replay", "--to", "x")
+	if got := c.Name + ": " + c.Path + " " + strings.Join(c.Args, " "); got != "relay dlq replay: /bin/relay dlq replay -c /p.yaml --to x" {
+		t.Fatal(got)
 	}
 }
 

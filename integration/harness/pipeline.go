@@ -68,10 +68,19 @@ type PipelineOptions struct {
 	// MaxAttempts is dead_letter.max_attempts (default 0: the relay
 	// derives it from the group's delivery limit).
 	MaxAttempts int
+	// DeadLetterAck is dead_letter.ack (default "accept").
+	DeadLetterAck string
 	// MetricsListen is metrics.listen (default "": no endpoint). It may be
 	// an environment reference, e.g. "${CHAOS_METRICS_ADDR}" for a port
 	// chosen per process.
 	MetricsListen string
+	// LeaveGroupConfig sets source.manage_group_config: false (the
+	// relay then sets none of the group's configs). Default false.
+	LeaveGroupConfig bool
+	// Security is YAML appended to the file as is: its tls and sasl
+	// sections, for a relay on a secured listener (Brokers) while the
+	// harness's own clients keep using Seeds. Default none.
+	Security string
 }
 
 // Pipeline is a test pipeline NewPipeline made: the names of its topics and
@@ -156,6 +165,12 @@ func (o PipelineOptions) withDefaults() (PipelineOptions, error) {
 	if o.TxnTimeout == 0 {
 		o.TxnTimeout = 10 * time.Second
 	}
+	if o.DeadLetterAck == "" {
+		o.DeadLetterAck = "accept"
+	}
+	if o.Security != "" && !strings.HasSuffix(o.Security, "\n") {
+		o.Security += "\n"
+	}
 	return o, nil
 }
 
@@ -179,6 +194,7 @@ workers: %d
 source:
   topics: [%s]
   group: %s
+  manage_group_config: %v
   group_configs:%s
 output:
   topic: %s
@@ -186,6 +202,7 @@ output:
 dead_letter:
   topic: %s
   max_attempts: %d
+  ack: %s
 batch:
   max_records: %d
   poll_timeout: %s
@@ -193,6 +210,6 @@ batch:
 transforms: %s
 metrics:
   listen: %q
-`, p.Name, strings.Join(brokers, ", "), o.Delivery, o.Workers, p.Source, p.Group, gc.String(),
-		p.Output, o.TxnTimeout, p.DeadLetter, o.MaxAttempts, o.MaxRecords, o.PollTimeout, o.RenewLocks, o.Transforms, o.MetricsListen)
+%s`, p.Name, strings.Join(brokers, ", "), o.Delivery, o.Workers, p.Source, p.Group, !o.LeaveGroupConfig, gc.String(),
+		p.Output, o.TxnTimeout, p.DeadLetter, o.MaxAttempts, o.DeadLetterAck, o.MaxRecords, o.PollTimeout, o.RenewLocks, o.Transforms, o.MetricsListen, o.Security)
 }

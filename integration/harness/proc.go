@@ -23,6 +23,9 @@ type Command struct {
 	// stdout and stderr. Required: a process whose output is lost cannot
 	// be diagnosed.
 	LogPath string
+	// StdoutPath, when set, receives the process's stdout instead, so
+	// that a report it prints there can be read apart from its logs.
+	StdoutPath string
 }
 
 // Proc is a running (or exited) process started by Start. Its methods are
@@ -50,9 +53,20 @@ func Start(c Command) (*Proc, error) {
 	cmd := exec.Command(c.Path, c.Args...)
 	cmd.Env = append(os.Environ(), c.Env...)
 	cmd.Stdout, cmd.Stderr = f, f
+	var out *os.File
+	if c.StdoutPath != "" {
+		if out, err = os.Create(c.StdoutPath); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("starting %s: %w", c.Name, err)
+		}
+		cmd.Stdout = out
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		f.Close()
+		if out != nil {
+			out.Close()
+		}
 		return nil, fmt.Errorf("starting %s: %w", c.Name, err)
 	}
 	p := &Proc{name: c.Name, logPath: c.LogPath, cmd: cmd, done: make(chan struct{})}
@@ -60,6 +74,9 @@ func Start(c Command) (*Proc, error) {
 	go func() {
 		p.err = cmd.Wait()
 		f.Close()
+		if out != nil {
+			out.Close()
+		}
 		close(p.done)
 	}()
 	return p, nil

@@ -44,3 +44,15 @@ func RelayCommand(bin, config, instance string) Command {
 		Args: []string{"run", "-c", config, "--instance", instance, "--log-level", "info"},
 	}
 }
+
+// RelayDLQCommand returns the command that runs `relay dlq <sub> -c config
+// args...` with the relay binary bin, named "relay dlq <sub>". The caller
+// sets its LogPath (and StdoutPath, to read a --json report) before
+// Start.
+func RelayDLQCommand(bin, config, sub string, args ...string) Command {
+	return Command{
+		Name: "relay dlq " + sub,
+		Path: bin,
+		Args: append([]string{"dlq", sub, "-c", config}, args...),
+	}
+}

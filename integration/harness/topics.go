@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -41,7 +42,45 @@ func CreateTopics(ctx context.Context, seeds []string, topics ...Topic) error {
 			return err
 		}
 	}
-	return nil
+	return waitTopics(ctx, cl, topics)
+}
+
+// waitTopics waits up to 30 s until every topic has a leader for each of
+// its partitions in the metadata: CreateTopics returns once the controller
+// committed the topics, before every broker has them, and a relay started
+// at once could take them for missing.
+func waitTopics(ctx context.Context, cl *kgo.Client, topics []Topic) error {
+	names := make([]string, len(topics))
+	for i, t := range topics {
+		names[i] = t.Name
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cl.PurgeTopicsFromClient(names...) // kadm answers from cached metadata
+		td, err := kadm.NewClient(cl).ListTopics(ctx, names...)
+		var missing []string
+		for _, n := range names {
+			d, ok := td[n]
+			ready := ok && d.Err == nil && len(d.Partitions) > 0
+			for _, p := range d.Partitions {
+				ready = ready && p.Err == nil && p.Leader >= 0
+			}
+			if !ready {
+				missing = append(missing, n)
+			}
+		}
+		if err == nil && len(missing) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("created topics %v have no leader after 30s (err %v)", missing, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func createTopic(ctx context.Context, cl *kgo.Client, t Topic) error {

@@ -33,13 +33,29 @@
 //     cached) is missing. With SHARERELAY_REQUIRE_BROKER=1 the skip becomes a
 //     test failure, so CI cannot silently skip the real-broker tests.
 //
-// testcontainers-go is deliberately not used. Its Kafka module only runs
-// Confluent images (confluentinc/confluent-local), needs a reachable Docker
-// engine, and adds some fifty modules (the Docker client, moby, OpenTelemetry)
-// to go.mod. The JVM broker runs the same Apache Kafka code, starts in a few
-// seconds and works wherever Java does. To test against Docker or any other
-// cluster, start it yourself and set KAFKA_BOOTSTRAP_SERVERS.
+// With SHARERELAY_BROKER=testcontainers, for those who have Docker, the
+// shared broker is a container started through testcontainers-go's Kafka
+// module instead (image SHARERELAY_BROKER_IMAGE, default [DefaultImage]),
+// configured with the same test properties. The module and the Docker
+// client it brings (some fifty modules) are compiled only with
+// -tags testcontainers, so the default test binaries do not link them and
+// CI needs no Docker (make test only vets the tagged file, to keep it
+// compiling):
+//
+//	SHARERELAY_BROKER=testcontainers go test -tags testcontainers ./integration/...
+//
+// Asking for it in a binary built without the tag, or with no Docker
+// engine answering, fails the test with the reason ([ErrNoTestcontainers],
+// [ErrDockerUnavailable]); it never falls back silently. The module only
+// starts Confluent-style images (confluentinc/confluent-local; it runs
+// their /etc/confluent/docker scripts), so apache/kafka images do not work
+// with it. The JVM broker stays the default: it runs the same Apache Kafka
+// code, starts in a few seconds and works wherever Java does.
+//
+// [Secure] adds TLS and SASL listeners and ACLs to a local broker, for the
+// security tests; it needs the JVM broker.
 //
 // Tests that kill or restart the broker use [LocalBroker]; they are skipped
-// when KAFKA_BOOTSTRAP_SERVERS points at an external cluster.
+// when KAFKA_BOOTSTRAP_SERVERS points at an external cluster, or the shared
+// broker is a container.
 package kafkatest

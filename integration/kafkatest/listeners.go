@@ -23,9 +23,17 @@ type Listener struct {
 	// this listener, for example a proxy that forwards to 127.0.0.1:Port.
 	// Empty means 127.0.0.1:Port.
 	Advertised string
+	// Protocol is the listener's security protocol: PLAINTEXT (the
+	// default), SSL, SASL_PLAINTEXT or SASL_SSL. A secured listener
+	// needs its TLS and SASL properties in Options.Properties; see
+	// [Secure], which sets them for a SASL_SSL and an SSL listener.
+	Protocol string
 }
 
 var listenerName = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+
+// protocols are Kafka's security protocols.
+var protocols = map[string]bool{"PLAINTEXT": true, "SSL": true, "SASL_PLAINTEXT": true, "SASL_SSL": true}
 
 // WithListeners returns a copy of opts for a broker that also listens on
 // ls. PLAINTEXT stays the inter-broker listener and the one [Broker.Addr]
@@ -70,7 +78,7 @@ func WithListeners(opts Options, ls ...Listener) (Options, []Listener, error) {
 		fmt.Sprintf("CONTROLLER://127.0.0.1:%d", out.ControllerPort),
 	}
 	advertised := []string{"PLAINTEXT://" + plainAdv}
-	protocols := []string{"CONTROLLER:PLAINTEXT", "PLAINTEXT:PLAINTEXT"}
+	protocolMap := []string{"CONTROLLER:PLAINTEXT", "PLAINTEXT:PLAINTEXT"}
 	seen := map[string]bool{"PLAINTEXT": true, "CONTROLLER": true}
 	filled := make([]Listener, len(ls))
 	for i, l := range ls {
@@ -78,6 +86,12 @@ func WithListeners(opts Options, ls ...Listener) (Options, []Listener, error) {
 			return opts, nil, fmt.Errorf("kafkatest: listener name %q: want a new name of upper-case letters, digits and _", l.Name)
 		}
 		seen[l.Name] = true
+		if l.Protocol == "" {
+			l.Protocol = "PLAINTEXT"
+		}
+		if !protocols[l.Protocol] {
+			return opts, nil, fmt.Errorf("kafkatest: listener %s: protocol %q is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", l.Name, l.Protocol)
+		}
 		if l.Port, err = pick(l.Port); err != nil {
 			return opts, nil, err
 		}
@@ -86,11 +100,11 @@ func WithListeners(opts Options, ls ...Listener) (Options, []Listener, error) {
 		}
 		listeners = append(listeners, fmt.Sprintf("%s://127.0.0.1:%d", l.Name, l.Port))
 		advertised = append(advertised, l.Name+"://"+l.Advertised)
-		protocols = append(protocols, l.Name+":PLAINTEXT")
+		protocolMap = append(protocolMap, l.Name+":"+l.Protocol)
 		filled[i] = l
 	}
 	out.Properties["listeners"] = strings.Join(listeners, ",")
 	out.Properties["advertised.listeners"] = strings.Join(advertised, ",")
-	out.Properties["listener.security.protocol.map"] = strings.Join(protocols, ",")
+	out.Properties["listener.security.protocol.map"] = strings.Join(protocolMap, ",")
 	return out, filled, nil
 }

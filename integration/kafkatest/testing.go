@@ -30,13 +30,15 @@ const (
 // sharedStartTimeout covers fetching the jars with mvn plus the start.
 const sharedStartTimeout = 5 * time.Minute
 
-// shared is the local broker of this test binary, started at most once.
+// shared is the broker of this test binary, started at most once: a
+// local JVM broker, or a container (SHARERELAY_BROKER=testcontainers).
 var shared struct {
-	once    sync.Once
-	broker  *Broker
-	err     error
-	elapsed time.Duration
-	logged  atomic.Bool
+	once      sync.Once
+	broker    *Broker
+	container *container
+	err       error
+	elapsed   time.Duration
+	logged    atomic.Bool
 }
 
 // Main runs the tests of a test binary and then stops the local broker if
@@ -54,6 +56,11 @@ func Main(m *testing.M) { os.Exit(Run(m)) }
 // os.Exit once it has cleaned up (deferred calls do not run on os.Exit).
 func Run(m *testing.M) int {
 	code := m.Run()
+	if c := shared.container; c != nil {
+		if err := c.stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "kafkatest: stop the %s container: %v\n", c.image, err)
+		}
+	}
 	if b := shared.broker; b != nil {
 		if err := b.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "kafkatest: %v\n", err)
@@ -69,7 +76,8 @@ func Run(m *testing.M) int {
 
 // Bootstrap returns the seed brokers tests should use: those in
 // KAFKA_BOOTSTRAP_SERVERS if set, otherwise the address of this test
-// binary's local JVM broker, started on first use. It skips the test when
+// binary's broker, started on first use: a local JVM broker, or with
+// SHARERELAY_BROKER=testcontainers a container (see [EnvBroker]). It skips the test when
 // java or mvn is missing (fails instead with SHARERELAY_REQUIRE_BROKER=1)
 // and fails it when the broker cannot start.
 func Bootstrap(t testing.TB) []string {
@@ -77,7 +85,7 @@ func Bootstrap(t testing.TB) []string {
 	if seeds := ExternalSeeds(); len(seeds) > 0 {
 		return seeds
 	}
-	return []string{sharedBroker(t).Addr()}
+	return sharedSeeds(t)
 }
 
 // LocalBroker returns this test binary's local broker, starting it if
@@ -119,9 +127,34 @@ func ExternalSeeds() []string {
 	return seeds
 }
 
-// sharedBroker starts the binary's broker once and returns it, or skips or
-// fails the test.
+// sharedBroker returns the binary's JVM broker, started once, or skips or
+// fails the test. Under SHARERELAY_BROKER=testcontainers there is none:
+// the test (one that kills or restarts the broker) is skipped.
 func sharedBroker(t testing.TB) *Broker {
+	t.Helper()
+	startShared(t)
+	if shared.container != nil {
+		t.Skipf("kafkatest: %s=%s: this test kills or restarts the broker, which needs the JVM broker", EnvBroker, BackendTestcontainers)
+	}
+	return shared.broker
+}
+
+// sharedSeeds returns the seed brokers of the binary's broker, JVM or
+// container, started once.
+func sharedSeeds(t testing.TB) []string {
+	t.Helper()
+	startShared(t)
+	if shared.container != nil {
+		return shared.container.seeds
+	}
+	return []string{shared.broker.Addr()}
+}
+
+// startShared starts the binary's broker once, with the backend
+// SHARERELAY_BROKER chooses, or skips or fails the test. A missing java or
+// mvn skips (unless the broker is required); a testcontainers backend that
+// cannot start fails: it was asked for explicitly.
+func startShared(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		if os.Getenv(EnvRequireBroker) == "1" {
@@ -133,19 +166,30 @@ func sharedBroker(t testing.TB) *Broker {
 		ctx, cancel := context.WithTimeout(context.Background(), sharedStartTimeout)
 		defer cancel()
 		began := time.Now()
-		shared.broker, shared.err = StartLocal(ctx, Options{})
+		c, err := chooseBackend(os.Getenv)
+		switch {
+		case err != nil:
+			shared.err = err
+		case c.backend == BackendTestcontainers:
+			shared.container, shared.err = startContainerFor(ctx, c)
+		default:
+			shared.broker, shared.err = StartLocal(ctx, Options{})
+		}
 		shared.elapsed = time.Since(began)
 	})
 	if err := shared.err; err != nil {
 		if errors.Is(err, ErrToolMissing) && os.Getenv(EnvRequireBroker) != "1" {
 			t.Skipf("no Kafka broker (set %s, or install java and mvn): %v", EnvBootstrap, err)
 		}
-		t.Fatalf("kafkatest: local broker: %v", err)
+		t.Fatalf("kafkatest: shared broker: %v", err)
 	}
 	if shared.logged.CompareAndSwap(false, true) {
-		t.Logf("kafkatest: local broker %s ready in %s (log %s)", shared.broker.Addr(), shared.elapsed.Round(time.Millisecond), shared.broker.LogPath())
+		if c := shared.container; c != nil {
+			t.Logf("kafkatest: container broker %s (%s) ready in %s", c.seeds, c.image, shared.elapsed.Round(time.Millisecond))
+		} else {
+			t.Logf("kafkatest: local broker %s ready in %s (log %s)", shared.broker.Addr(), shared.elapsed.Round(time.Millisecond), shared.broker.LogPath())
+		}
 	}
-	return shared.broker
 }
 
 var (

@@ -45,6 +45,12 @@ const (
 	// BeforeDeadLetterCommit: a batch holding a dead letter is about to
 	// commit.
 	BeforeDeadLetterCommit = "before-dead-letter-commit"
+	// ReplayBeforeCommit: a dead-letter replay's chunk (outputs and
+	// claims) is produced, EndTxn not sent.
+	ReplayBeforeCommit = "dlq-replay-before-commit"
+	// ReplayAfterCommit: a dead-letter replay's chunk committed; the
+	// replay has not read on.
+	ReplayAfterCommit = "dlq-replay-after-commit"
 )
 
 // ErrInjected is returned by Hit for the "error" action.

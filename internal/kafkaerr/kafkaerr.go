@@ -7,7 +7,10 @@ package kafkaerr
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"io"
 	"net"
 	"syscall"
 
@@ -38,6 +41,8 @@ const (
 	Fenced
 )
 
+// String returns the class in lower case: the value of the class label
+// of sharerelay_write_failures_total.
 func (c Class) String() string {
 	return [...]string{"none", "cluster", "record", "destination", "fenced"}[c]
 }
@@ -74,11 +79,44 @@ func Classify(err error) Class {
 // Unreachable reports whether err says the cluster could not be reached at
 // all (refused or timed out connections, no broker answering), as opposed
 // to a broker that answered with an error.
+//
+// A failed authentication is never Unreachable, even when it reaches the
+// client as a network error (a TLS alert from the broker is a
+// *net.OpError): waiting cannot cure a refused certificate.
 func Unreachable(err error) bool {
+	if Authentication(err) {
+		return false
+	}
 	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+	// A connection the broker (or a proxy in front of it) closed
+	// answers io.EOF: a broker restarting, a load balancer cutting it.
+	// franz-go wraps an immediate one in ErrFirstReadEOF with a TLS or
+	// SASL hint, which the caller's log line keeps visible.
+	var eof *kgo.ErrFirstReadEOF
+	return errors.As(err, &ne) || errors.As(err, &eof) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrRecordTimeout) ||
 		errors.Is(err, kerr.RequestTimedOut) || errors.Is(err, kerr.NotCoordinator) ||
 		errors.Is(err, kerr.CoordinatorNotAvailable) || errors.Is(err, kerr.LeaderNotAvailable) ||
 		errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.BrokerNotAvailable)
+}
+
+// Authentication reports whether err says the client could not
+// authenticate: the broker refused the SASL credentials or mechanism, or
+// the TLS handshake failed (an untrusted or mismatched certificate, a
+// client certificate refused). Waiting cannot cure it; the configuration
+// must change.
+func Authentication(err error) bool {
+	var (
+		verify  *tls.CertificateVerificationError
+		unknown x509.UnknownAuthorityError
+		host    x509.HostnameError
+		invalid x509.CertificateInvalidError
+		op      *net.OpError
+	)
+	return errors.Is(err, kerr.SaslAuthenticationFailed) || errors.Is(err, kerr.UnsupportedSaslMechanism) ||
+		errors.Is(err, kerr.IllegalSaslState) || errors.As(err, &verify) || errors.As(err, &unknown) ||
+		errors.As(err, &host) || errors.As(err, &invalid) ||
+		// A TLS alert from the broker, e.g. "tls: certificate required".
+		errors.As(err, &op) && op.Op == "remote error"
 }

@@ -1,8 +1,13 @@
 package kafkaerr
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -33,5 +38,50 @@ func TestClassify(t *testing.T) {
 		if got := Classify(tc.err); got != tc.want {
 			t.Errorf("Classify(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		// A network fault at start-up in the chaos suite: the proxy
+		// closed the connection during api versions negotiation.
+		{fmt.Errorf("looking up topics: %w", &kgo.ErrFirstReadEOF{}), true},
+		{io.ErrUnexpectedEOF, true},
+		{kerr.NotCoordinator, true},
+		{kerr.InvalidTxnState, false},
+		{kerr.TopicAuthorizationFailed, false},
+	} {
+		if got := Unreachable(tc.err); got != tc.want {
+			t.Errorf("Unreachable(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestAuthenticationFailuresAreNotOutagesToWaitOut(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		auth bool
+	}{
+		{"SASL credentials refused", fmt.Errorf("looking up topics: %w", kerr.SaslAuthenticationFailed), true},
+		{"an untrusted broker certificate", fmt.Errorf("unable to dial: %w", &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}), true},
+		{"a TLS alert from the broker (client certificate refused)", &net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")}, true},
+		{"a refused connection", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, false},
+		{"a topic not authorized", kerr.TopicAuthorizationFailed, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Authentication(tc.err); got != tc.auth {
+				t.Errorf("Authentication(%v) = %v, want %v", tc.err, got, tc.auth)
+			}
+			if tc.auth && Unreachable(tc.err) {
+				t.Errorf("Unreachable(%v) = true: the relay would wait for an authentication failure to pass", tc.err)
+			}
+		})
+	}
+	if !Unreachable(&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}) {
+		t.Error("a refused connection is no longer Unreachable")
 	}
 }

@@ -1,0 +1,36 @@
+// Package preflight checks, before a deploy, that a pipeline can run on its
+// cluster: `relay check -c pipeline.yaml`. It connects with the pipeline's
+// own client settings (internal/kafkaopts: TLS, SASL, tuning) and asks the
+// brokers, consuming nothing and changing nothing:
+//
+//   - brokers reachable, TLS trusted, SASL accepted (ApiVersions);
+//   - the Kafka version (guessed from ApiVersions), the finalized
+//     transaction.version (2 or more for exactly-once) and share.version
+//     (share groups on);
+//   - the source, output and dead-letter topics exist; the claim ledger and
+//     its snapshot topic exist or can be created (CreateTopics,
+//     validate_only);
+//   - the principal's permissions: on topics from Metadata's
+//     topic_authorized_operations; on the share group by a ShareFetch with
+//     no session (READ), DescribeConfigs (DESCRIBE_CONFIGS) and, when the
+//     relay manages the group's configs, IncrementalAlterConfigs with
+//     validate_only (ALTER_CONFIGS, with the very values the relay sets);
+//     on the transactional ids by an AddPartitionsToTxn (v3) for an id of
+//     the pipeline's prefix that no relay uses, with no producer id: the
+//     broker checks WRITE on the id and on the topics before it finds that
+//     the id has no transaction, and changes nothing; on the cluster from
+//     DescribeCluster's cluster_authorized_operations, for information
+//     (the relay needs no cluster permission);
+//   - the share group's record lock duration (group config, else the
+//     broker's default) above output.transaction_timeout.
+//
+// What it cannot check without side effects: that a share consumer can
+// join (a heartbeat would make the principal a member), that records can
+// be written (a produce writes), and that InitProducerId works for the
+// relay's real transactional ids (it would fence a running instance). The
+// permissions behind those are checked as above; a broker-side quota, a
+// policy or a full disk only shows when the relay runs.
+//
+// Every check gives one Result, ok, warn or FAIL; a failure of the
+// connection skips the rest.
+package preflight

@@ -1,0 +1,662 @@
+package preflight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/eos"
+	"github.com/sharerelay/sharerelay/relay"
+)
+
+// Status is the outcome of one check.
+type Status int8
+
+const (
+	// OK: the pipeline has what it needs here.
+	OK Status = iota
+	// Warn: it runs, but something is worth a look.
+	Warn
+	// Fail: the relay would stop, or wait, or lose its guarantee.
+	Fail
+	// Skipped: not checked, because an earlier check failed.
+	Skipped
+)
+
+var statusWords = [...]string{OK: "ok", Warn: "warn", Fail: "FAIL", Skipped: "skipped"}
+
+func (s Status) String() string { return statusWords[s] }
+
+// Result is the outcome of one check.
+type Result struct {
+	Status Status
+	// Check names what was checked, e.g. "output topic jobs".
+	Check string
+	// Detail says what was found, and for a failure what to change.
+	Detail string
+}
+
+// String is the result's line: "ok: brokers: …", "FAIL: …", "warn: …".
+func (r Result) String() string { return r.Status.String() + ": " + r.Check + ": " + r.Detail }
+
+// Report is every check's result, in the order they ran.
+type Report struct {
+	Results []Result
+}
+
+// Failed reports whether any check failed.
+func (r *Report) Failed() bool {
+	return slices.ContainsFunc(r.Results, func(x Result) bool { return x.Status == Fail })
+}
+
+// Print writes one line per result.
+func (r *Report) Print(w io.Writer) {
+	for _, x := range r.Results {
+		fmt.Fprintln(w, x)
+	}
+}
+
+func (r *Report) add(s Status, check, format string, args ...any) {
+	r.Results = append(r.Results, Result{Status: s, Check: check, Detail: fmt.Sprintf(format, args...)})
+}
+
+// Check runs every check of pipeline p (valid, from config.Load) on its
+// cluster. clientOpts are the pipeline's client options, the relay's own
+// (kafkaopts.Options.Opts()). It returns when every check has run, or ctx
+// ends; a check cut short by ctx fails.
+func Check(ctx context.Context, p *config.Pipeline, clientOpts []kgo.Opt) *Report {
+	c := &checker{p: p, rep: &Report{}}
+	cl, err := kgo.NewClient(clientOpts...)
+	if err != nil {
+		c.rep.add(Fail, "client", "%v", err)
+		return c.rep
+	}
+	defer cl.Close()
+	c.cl = cl
+	if !c.connect(ctx) {
+		c.rep.add(Skipped, "everything else", "no connection to the cluster")
+		return c.rep
+	}
+	c.features()
+	c.topics(ctx)
+	c.group(ctx)
+	c.transactionalIDs(ctx)
+	c.cluster(ctx)
+	c.lockDuration(ctx)
+	return c.rep
+}
+
+// checker holds what one run learns as it goes.
+type checker struct {
+	p   *config.Pipeline
+	cl  *kgo.Client
+	rep *Report
+
+	versions  *kversion.Versions
+	finalized map[string]int16
+	// groupConfigs are the share group's configs as the broker reports
+	// them, nil when they could not be read.
+	groupConfigs map[string]string
+}
+
+// retryFor bounds the retries of a request that fails with a retriable
+// error: a coordinator being elected, internal topics being created.
+const retryFor = 10 * time.Second
+
+// request issues req, retrying retriable errors for up to retryFor.
+func request[R kmsg.Response](ctx context.Context, cl *kgo.Client, req kmsg.Request) (R, error) {
+	deadline := time.Now().Add(retryFor)
+	for {
+		resp, err := cl.Request(ctx, req)
+		if err == nil {
+			return resp.(R), nil
+		}
+		if !kerr.IsRetriable(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			var zero R
+			return zero, err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// connect checks that the brokers answer and accept the credentials.
+func (c *checker) connect(ctx context.Context) bool {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "sharerelay", "check"
+	resp, err := request[*kmsg.ApiVersionsResponse](ctx, c.cl, req)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		c.rep.add(Fail, "brokers", "cannot connect to %s: %s", strings.Join(c.p.Brokers, ","), explainConnect(err))
+		return false
+	}
+	meta, err := request[*kmsg.MetadataResponse](ctx, c.cl, kmsg.NewPtrMetadataRequest())
+	if err != nil {
+		c.rep.add(Fail, "brokers", "ApiVersions answered but Metadata failed: %s", explainConnect(err))
+		return false
+	}
+	c.versions = kversion.FromApiVersionsResponse(resp)
+	c.finalized = make(map[string]int16)
+	for _, f := range resp.FinalizedFeatures {
+		c.finalized[f.Name] = f.MaxVersionLevel
+	}
+	c.rep.add(OK, "brokers", "%d in the cluster, reached through %s%s", len(meta.Brokers), strings.Join(c.p.Brokers, ","), c.how())
+	return true
+}
+
+// how says how the client connects, for the brokers line.
+func (c *checker) how() string {
+	var parts []string
+	if c.p.TLS.Enabled {
+		parts = append(parts, "TLS")
+		if c.p.TLS.CertFile != "" {
+			parts = append(parts, "client certificate")
+		}
+	}
+	switch m := c.p.SASL.Mechanism; {
+	case m == "":
+	case c.p.SASL.Username != "":
+		parts = append(parts, "SASL "+m+" as "+c.p.SASL.Username)
+	default:
+		parts = append(parts, "SASL "+m)
+	}
+	if len(parts) == 0 {
+		return " (plaintext, no authentication)"
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// explainConnect adds the likely fix to a connection error. Errors never
+// carry credentials: franz-go's and the broker's messages name the
+// mechanism, not the password.
+func explainConnect(err error) string {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, kerr.SaslAuthenticationFailed):
+		return msg + " (check sasl.username and sasl.password, or the token)"
+	case errors.Is(err, kerr.UnsupportedSaslMechanism) || errors.Is(err, kerr.IllegalSaslState):
+		return msg + " (check sasl.mechanism against the listener's sasl.enabled.mechanisms)"
+	case strings.Contains(msg, "x509:") || strings.Contains(msg, "tls:"):
+		return msg + " (check tls.ca_file, tls.server_name and the client certificate)"
+	}
+	return msg
+}
+
+// features reports the Kafka version and the finalized features the relay
+// depends on.
+func (c *checker) features() {
+	c.rep.add(OK, "kafka version", "%s (guessed from ApiVersions)", c.versions.VersionGuess())
+
+	tv := c.finalized["transaction.version"]
+	switch {
+	case tv >= 2:
+		c.rep.add(OK, "transaction.version", "finalized at %d", tv)
+	case c.p.Delivery == config.ExactlyOnce:
+		c.rep.add(Fail, "transaction.version", "finalized at %d; exactly-once needs 2 (Kafka 4.0+ with kafka-features upgrade --feature transaction.version=2), or delivery: at-least-once", tv)
+	default:
+		c.rep.add(OK, "transaction.version", "finalized at %d (at-least-once does not need 2)", tv)
+	}
+
+	sv := c.finalized["share.version"]
+	_, fetch := c.versions.LookupMaxKeyVersion(kmsg.ShareFetch.Int16())
+	switch {
+	case sv >= 1 && fetch:
+		c.rep.add(OK, "share groups", "share.version finalized at %d", sv)
+	case fetch:
+		c.rep.add(Warn, "share groups", "the brokers speak ShareFetch but share.version is %d: share groups may be off (Kafka 4.2+ enables them by default)", sv)
+	default:
+		c.rep.add(Fail, "share groups", "the brokers do not speak ShareFetch: share groups need Kafka 4.1+ (4.2+ recommended)")
+	}
+}
+
+// need is a topic's role in the pipeline and the operations it needs.
+type need struct {
+	role string
+	ops  []kmsg.ACLOperation
+	// creatable: the relay creates the topic when it is missing.
+	creatable bool
+}
+
+// topics checks that every topic exists (or, for the ledger's, can be
+// created) and that the principal may do what the relay does with it.
+func (c *checker) topics(ctx context.Context) {
+	var names []string
+	needs := make(map[string][]need)
+	add := func(t string, n need) {
+		if _, seen := needs[t]; !seen {
+			names = append(names, t)
+		}
+		needs[t] = append(needs[t], n)
+	}
+	for _, t := range c.p.Source.Topics {
+		add(t, need{role: "source", ops: []kmsg.ACLOperation{kmsg.ACLOperationRead}})
+	}
+	writes := []kmsg.ACLOperation{kmsg.ACLOperationWrite, kmsg.ACLOperationDescribeConfigs}
+	for _, t := range c.p.OutputTopics() {
+		role := "output"
+		if t == c.p.DeadLetter.Topic {
+			role = "dead-letter"
+		}
+		add(t, need{role: role, ops: writes})
+	}
+	if c.p.Delivery == config.ExactlyOnce {
+		rw := []kmsg.ACLOperation{kmsg.ACLOperationRead, kmsg.ACLOperationWrite}
+		add(c.p.Ledger.Topic, need{role: "ledger", ops: rw, creatable: true})
+		add(eos.SnapshotTopic(c.p.Ledger.Topic), need{role: "ledger snapshots", ops: rw, creatable: true})
+	}
+
+	req := kmsg.NewPtrMetadataRequest()
+	req.IncludeTopicAuthorizedOperations = true
+	for _, n := range names {
+		t := kmsg.NewMetadataRequestTopic()
+		t.Topic = kmsg.StringPtr(n)
+		req.Topics = append(req.Topics, t)
+	}
+	resp, err := request[*kmsg.MetadataResponse](ctx, c.cl, req)
+	if err != nil {
+		c.rep.add(Fail, "topics", "Metadata: %v", err)
+		return
+	}
+	byName := make(map[string]kmsg.MetadataResponseTopic, len(resp.Topics))
+	for _, t := range resp.Topics {
+		if t.Topic != nil {
+			byName[*t.Topic] = t
+		}
+	}
+	for _, name := range names {
+		ns := needs[name]
+		var roles []string
+		var ops []kmsg.ACLOperation
+		creatable := false
+		for _, n := range ns {
+			roles = append(roles, n.role)
+			ops = append(ops, n.ops...)
+			creatable = creatable || n.creatable
+		}
+		slices.Sort(ops)
+		ops = slices.Compact(ops)
+		check := strings.Join(roles, " and ") + " topic " + name
+		t, ok := byName[name]
+		err := kerr.ErrorForCode(t.ErrorCode)
+		switch {
+		case !ok:
+			c.rep.add(Fail, check, "not in the Metadata answer")
+		case errors.Is(err, kerr.UnknownTopicOrPartition) && creatable:
+			c.creatable(ctx, check, name)
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+			c.rep.add(Fail, check, "does not exist (create it first)")
+		case errors.Is(err, kerr.TopicAuthorizationFailed) && creatable:
+			c.rep.add(Fail, check, "not authorized to describe it (TOPIC_AUTHORIZATION_FAILED): the relay needs %s on it, and CREATE while it does not exist", opNames(ops))
+		case errors.Is(err, kerr.TopicAuthorizationFailed):
+			c.rep.add(Fail, check, "not authorized to describe it (TOPIC_AUTHORIZATION_FAILED): the relay needs %s on it", opNames(ops))
+		case err != nil:
+			c.rep.add(Fail, check, "%v", err)
+		default:
+			c.allowed(check, partitions(len(t.Partitions)), t.AuthorizedOperations, ops)
+		}
+	}
+}
+
+// creatable checks with CreateTopics validate_only that the relay may
+// create a missing ledger topic.
+func (c *checker) creatable(ctx context.Context, check, name string) {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.ValidateOnly = true
+	req.TimeoutMillis = 10000
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic, t.NumPartitions, t.ReplicationFactor = name, 1, -1
+	req.Topics = append(req.Topics, t)
+	resp, err := request[*kmsg.CreateTopicsResponse](ctx, c.cl, req)
+	if err == nil && len(resp.Topics) == 1 {
+		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+	}
+	switch {
+	case err == nil:
+		c.rep.add(OK, check, "does not exist yet; the relay will create it (CREATE allowed, validated only; READ and WRITE are checked once it exists)")
+	case errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed):
+		c.rep.add(Fail, check, "does not exist and this principal may not create it (%s): grant CREATE on the topic (or the cluster), or create it first", shortErr(err))
+	default:
+		c.rep.add(Fail, check, "does not exist and cannot be created: %v", err)
+	}
+}
+
+// allowed reports whether the authorized operations ops include every op
+// of want.
+func (c *checker) allowed(check, found string, authorized int32, want []kmsg.ACLOperation) {
+	if authorized == math.MinInt32 {
+		c.rep.add(Warn, check, "%s; the broker did not report this principal's permissions (needs %s)", found, opNames(want))
+		return
+	}
+	var missing []kmsg.ACLOperation
+	for _, op := range want {
+		if !hasOp(authorized, op) {
+			missing = append(missing, op)
+		}
+	}
+	if len(missing) > 0 {
+		c.rep.add(Fail, check, "%s; not authorized to %s (allowed: %s)", found, opNames(missing), opNames(ops(authorized)))
+		return
+	}
+	c.rep.add(OK, check, "%s; %s allowed", found, opNames(want))
+}
+
+// group checks the share group: READ, and its configs readable and, when
+// the relay manages them, writable.
+func (c *checker) group(ctx context.Context) {
+	g := c.p.Source.Group
+	check := "share group " + g
+
+	// A ShareFetch that closes a session nobody opened: the broker checks
+	// READ on the group first, then finds no session, and changes
+	// nothing. (ShareGroupDescribe reports authorized operations only for
+	// a group that exists.)
+	sf := kmsg.NewPtrShareFetchRequest()
+	sf.GroupID = kmsg.StringPtr(g)
+	sf.MemberID = kmsg.StringPtr("sharerelay-check-member")
+	sf.ShareSessionEpoch = -1
+	resp, err := request[*kmsg.ShareFetchResponse](ctx, c.cl, sf)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	switch {
+	case errors.Is(err, kerr.GroupAuthorizationFailed):
+		c.rep.add(Fail, check, "not authorized to READ it (GROUP_AUTHORIZATION_FAILED): share consumers could not join")
+	case err == nil || errors.Is(err, kerr.ShareSessionNotFound) || errors.Is(err, kerr.InvalidShareSessionEpoch) || errors.Is(err, kerr.InvalidRequest):
+		c.rep.add(OK, check, "READ allowed")
+	default:
+		c.rep.add(Warn, check, "READ not checked: %v", err)
+	}
+
+	cfgs, err := describeGroup(ctx, c.cl, g)
+	switch {
+	case errors.Is(err, kerr.GroupAuthorizationFailed):
+		c.rep.add(Fail, check+" configs", "not authorized to read them (needs DESCRIBE_CONFIGS, or ALTER_CONFIGS): the relay could not learn the delivery limit and lock duration")
+	case err != nil:
+		c.rep.add(Fail, check+" configs", "cannot read them: %v", err)
+	default:
+		c.groupConfigs = cfgs
+		c.rep.add(OK, check+" configs", "readable (%s=%s, %s=%s, %s=%s)",
+			relay.GroupDeliveryCountLimit, orUnset(cfgs[relay.GroupDeliveryCountLimit]),
+			relay.GroupLockDuration, orUnset(cfgs[relay.GroupLockDuration]),
+			relay.GroupIsolationLevel, orUnset(cfgs[relay.GroupIsolationLevel]))
+	}
+
+	if !c.managed() {
+		c.rep.add(OK, check+" configs", "left alone (source.manage_group_config: false), so ALTER_CONFIGS is not needed")
+		return
+	}
+	set := c.relaySets()
+	err = validateGroupConfigs(ctx, c.cl, g, set)
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range set {
+			if !yield(k + "=" + set[k]) {
+				return
+			}
+		}
+	})
+	switch {
+	case errors.Is(err, kerr.GroupAuthorizationFailed):
+		c.rep.add(Fail, check+" configs", "not authorized to set them (needs ALTER_CONFIGS; the relay sets %s at start)", strings.Join(keys, ", "))
+	case err != nil:
+		c.rep.add(Fail, check+" configs", "the broker refuses %s: %v", strings.Join(keys, ", "), err)
+	default:
+		c.rep.add(OK, check+" configs", "ALTER_CONFIGS allowed; the broker accepts %s (validated only)", strings.Join(keys, ", "))
+	}
+}
+
+// managed reports whether the relay sets the group's configs.
+func (c *checker) managed() bool {
+	return c.p.Source.ManageGroupConfig == nil || *c.p.Source.ManageGroupConfig
+}
+
+// relaySets returns the configs the relay sets on the group at start.
+func (c *checker) relaySets() map[string]string {
+	set := map[string]string{
+		relay.GroupAutoOffsetReset: c.p.Source.AutoOffsetReset,
+		relay.GroupIsolationLevel:  c.p.Source.IsolationLevel,
+	}
+	for k, v := range c.p.Source.GroupConfigs {
+		set[k] = v
+	}
+	return set
+}
+
+// transactionalIDs checks WRITE on the pipeline's transactional ids with an
+// AddPartitionsToTxn (v3, the last version clients send) for an id of the
+// prefix that no relay uses and no producer id: the broker checks WRITE on
+// the id, then on the topics, then finds that the id has no transaction,
+// and changes nothing.
+func (c *checker) transactionalIDs(ctx context.Context) {
+	prefix := "sharerelay-" + c.p.Name + "-"
+	check := "transactional ids " + prefix + "*"
+	if v, ok := c.versions.LookupMaxKeyVersion(kmsg.AddPartitionsToTxn.Int16()); !ok || v < 3 {
+		c.rep.add(Warn, check, "not checked: the broker has no AddPartitionsToTxn v3 (WRITE on the prefix is needed)")
+		return
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 3
+	req.TransactionalID = prefix + "relay-check"
+	req.ProducerID, req.ProducerEpoch = -1, -1
+	t := kmsg.NewAddPartitionsToTxnRequestTopic()
+	t.Topic, t.Partitions = c.p.Output.Topic, []int32{0}
+	req.Topics = append(req.Topics, t)
+	resp, err := request[*kmsg.AddPartitionsToTxnResponse](ctx, c.cl, req)
+	if err == nil {
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if e := kerr.ErrorForCode(rp.ErrorCode); errors.Is(e, kerr.TransactionalIDAuthorizationFailed) {
+					err = e
+				}
+			}
+		}
+	}
+	switch {
+	case errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
+		c.rep.add(Fail, check, "not authorized to WRITE them (TRANSACTIONAL_ID_AUTHORIZATION_FAILED): grant WRITE on the PREFIXED transactional id %q", prefix)
+	case err != nil:
+		c.rep.add(Warn, check, "WRITE not checked: %v", err)
+	default:
+		c.rep.add(OK, check, "WRITE allowed")
+	}
+}
+
+// cluster reports the principal's operations on the cluster, for
+// information: the relay needs none. (Idempotent producers need no
+// IDEMPOTENT_WRITE: since KIP-679, WRITE on a topic is enough; the
+// secured real-broker tests grant no cluster permission.)
+func (c *checker) cluster(ctx context.Context) {
+	req := kmsg.NewPtrDescribeClusterRequest()
+	req.IncludeClusterAuthorizedOperations = true
+	resp, err := request[*kmsg.DescribeClusterResponse](ctx, c.cl, req)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	switch {
+	case err != nil:
+		c.rep.add(OK, "cluster", "none needed (DescribeCluster: %s)", shortErr(err))
+	case resp.ClusterAuthorizedOperations == math.MinInt32 || resp.ClusterAuthorizedOperations == 0:
+		c.rep.add(OK, "cluster", "none needed (this principal's cluster operations are visible only with DESCRIBE on the cluster)")
+	default:
+		c.rep.add(OK, "cluster", "none needed; allowed: %s", opNames(ops(resp.ClusterAuthorizedOperations)))
+	}
+}
+
+// lockDuration checks that a transaction ends before the record locks of
+// its batch expire.
+func (c *checker) lockDuration(ctx context.Context) {
+	const check = "lock duration"
+	ms, from := 0, ""
+	if v, ok := c.p.Source.GroupConfigs[relay.GroupLockDuration]; ok && c.managed() {
+		ms, from = atoi(v), "source.group_configs"
+	} else if v := atoi(c.groupConfigs[relay.GroupLockDuration]); v > 0 {
+		ms, from = v, "the group's config"
+	} else if v := atoi(brokerConfig(ctx, c.cl, "group.share.record.lock.duration.ms")); v > 0 {
+		ms, from = v, "the broker's group.share.record.lock.duration.ms"
+	}
+	if ms <= 0 {
+		c.rep.add(Warn, check, "unknown (neither the group's configs nor the broker's are readable); output.transaction_timeout %s must stay below it", c.p.Output.TransactionTimeout)
+		return
+	}
+	lock := time.Duration(ms) * time.Millisecond
+	switch {
+	case c.p.Output.TransactionTimeout < lock:
+		c.rep.add(OK, check, "%s (from %s), above output.transaction_timeout %s", lock, from, c.p.Output.TransactionTimeout)
+	case c.p.Delivery == config.ExactlyOnce:
+		c.rep.add(Fail, check, "%s (from %s) is not above output.transaction_timeout %s: a crashed worker's claim may outlive the locks of the records it blocks; lower the timeout or raise %s", lock, from, c.p.Output.TransactionTimeout, relay.GroupLockDuration)
+	default:
+		c.rep.add(Warn, check, "%s (from %s) is not above output.transaction_timeout %s: a slow transaction writes duplicates", lock, from, c.p.Output.TransactionTimeout)
+	}
+}
+
+// describeGroup returns the share group's configs (DescribeConfigs GROUP).
+func describeGroup(ctx context.Context, cl *kgo.Client, group string) (map[string]string, error) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	req.Resources = append(req.Resources, res)
+	resp, err := request[*kmsg.DescribeConfigsResponse](ctx, cl, req)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string)
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return nil, err
+		}
+		for _, c := range r.Configs {
+			if c.Value != nil {
+				out[c.Name] = *c.Value
+			}
+		}
+	}
+	return out, nil
+}
+
+// validateGroupConfigs asks the broker to validate, not apply, setting cfgs
+// on the share group.
+func validateGroupConfigs(ctx context.Context, cl *kgo.Client, group string, cfgs map[string]string) error {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	req.ValidateOnly = true
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range cfgs {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value, c.Op = k, kmsg.StringPtr(cfgs[k]), kmsg.IncrementalAlterConfigOpSet
+		res.Configs = append(res.Configs, c)
+	}
+	req.Resources = append(req.Resources, res)
+	resp, err := request[*kmsg.IncrementalAlterConfigsResponse](ctx, cl, req)
+	if err != nil {
+		return err
+	}
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			if r.ErrorMessage != nil && *r.ErrorMessage != "" && !errors.Is(err, kerr.GroupAuthorizationFailed) {
+				return fmt.Errorf("%w: %s", err, *r.ErrorMessage)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// brokerConfig returns a broker config's value, or "" when it cannot be
+// read (DESCRIBE_CONFIGS on the cluster is optional).
+func brokerConfig(ctx context.Context, cl *kgo.Client, name string) string {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType = kmsg.ConfigResourceTypeBroker
+	res.ConfigNames = []string{name}
+	req.Resources = append(req.Resources, res)
+	resp, err := request[*kmsg.DescribeConfigsResponse](ctx, cl, req)
+	if err != nil {
+		return ""
+	}
+	for _, r := range resp.Resources {
+		for _, c := range r.Configs {
+			if c.Name == name && c.Value != nil {
+				return *c.Value
+			}
+		}
+	}
+	return ""
+}
+
+// hasOp reports whether the authorized-operations bit field has op.
+func hasOp(field int32, op kmsg.ACLOperation) bool { return field&(1<<uint(op)) != 0 }
+
+// ops lists the operations of an authorized-operations bit field.
+func ops(field int32) []kmsg.ACLOperation {
+	var out []kmsg.ACLOperation
+	for op := kmsg.ACLOperationRead; op <= kmsg.ACLOperationDescribeTokens; op++ {
+		if hasOp(field, op) {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// opNames is "READ, WRITE", or "nothing".
+func opNames(ops []kmsg.ACLOperation) string {
+	if len(ops) == 0 {
+		return "nothing"
+	}
+	s := make([]string, len(ops))
+	for i, op := range ops {
+		s[i] = op.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// shortErr is a Kafka error's name, or the error.
+func shortErr(err error) string {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Message
+	}
+	return err.Error()
+}
+
+func partitions(n int) string {
+	if n == 1 {
+		return "1 partition"
+	}
+	return strconv.Itoa(n) + " partitions"
+}
+
+func orUnset(v string) string {
+	if v == "" {
+		return "unset"
+	}
+	return v
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0
+	}
+	return n
+}

@@ -1,0 +1,65 @@
+package relay
+
+import (
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// A worker whose producer is fenced must tell two causes apart:
+//
+//   - another instance runs with the same name (a twin, or a zombie that
+//     a restarted instance fenced): it must stop, and the newer one goes
+//     on;
+//   - its own client's recovery was refused after a broker failure: the
+//     transaction coordinator that reloaded its state from the log no
+//     longer knows the producer's previous epoch, and franz-go's KIP-360
+//     re-initialisation with the expected epoch is answered
+//     PRODUCER_FENCED although no other instance exists. A fresh producer
+//     recovers.
+//
+// A fence within fenceExcuse of a transport failure of the worker's
+// producer (a connection refused, reset or cut: the broker failed) is
+// taken for the second; other fences count, and a worker fenced twice
+// within fenceWindow stops. Twins fence each other on every transaction,
+// so they are told apart within seconds once the cluster is healthy.
+const (
+	fenceWindow = 30 * time.Second
+	fenceExcuse = time.Minute
+)
+
+// disruptions remembers when the worker's producer clients last failed to
+// reach a broker. It is a kgo hook, added to every producer the worker
+// creates, so it outlives a replaced producer.
+type disruptions struct {
+	last atomic.Int64 // unix nanoseconds; 0 = never
+}
+
+var (
+	_ kgo.HookBrokerConnect = (*disruptions)(nil)
+	_ kgo.HookBrokerE2E     = (*disruptions)(nil)
+)
+
+// OnBrokerConnect notes a failed dial.
+func (d *disruptions) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err != nil {
+		d.note()
+	}
+}
+
+// OnBrokerE2E notes a request that failed on the wire.
+func (d *disruptions) OnBrokerE2E(_ kgo.BrokerMetadata, _ int16, e2e kgo.BrokerE2E) {
+	if e2e.Err() != nil {
+		d.note()
+	}
+}
+
+func (d *disruptions) note() { d.last.Store(time.Now().UnixNano()) }
+
+// recent reports whether a disruption happened within d of now.
+func (d *disruptions) recent(now time.Time, within time.Duration) bool {
+	last := d.last.Load()
+	return last != 0 && now.Sub(time.Unix(0, last)) < within
+}
