@@ -12,10 +12,9 @@ const (
 	DefaultAutoOffsetReset      = "earliest"
 	DefaultIsolationLevel       = "read_committed"
 	DefaultTransactionTimeout   = 10 * time.Second
-	DefaultMaxRecords           = 500
+	DefaultMaxRecords           = 2000
 	DefaultPollTimeout          = time.Second
 	DefaultConsumers            = 2
-	DefaultLinger               = 5 * time.Millisecond
 	DefaultTransformConcurrency = 1
 	DefaultDeadLetterAck        = DeadLetterAccept
 	// DefaultLedgerSuffix follows the pipeline name in the default ledger
@@ -84,7 +83,6 @@ func (p *Pipeline) setDefaults(explicit func(path string) bool) {
 	num("batch.max_records", &p.Batch.MaxRecords, DefaultMaxRecords)
 	dur("batch.poll_timeout", &p.Batch.PollTimeout, DefaultPollTimeout)
 	num("batch.consumers", &p.Batch.Consumers, DefaultConsumers)
-	dur("batch.linger", &p.Batch.Linger, DefaultLinger)
 	num("batch.transform_concurrency", &p.Batch.TransformConcurrency, DefaultTransformConcurrency)
 	if p.Batch.RenewLocks == nil {
 		renew := true

@@ -110,7 +110,9 @@ const (
 
 // Batch bounds one poll → transaction → ack cycle.
 type Batch struct {
-	// MaxRecords is the most records polled per batch (default 500).
+	// MaxRecords is the most records one share consumer polls at once
+	// (default 2000); a worker's batch is its consumers' polls that are
+	// ready, so up to Consumers × MaxRecords records.
 	MaxRecords int `yaml:"max_records" json:"max_records"`
 	// PollTimeout bounds one poll (default 1s); an empty poll just loops.
 	PollTimeout time.Duration `yaml:"poll_timeout" json:"poll_timeout"`
@@ -125,10 +127,6 @@ type Batch struct {
 	// larger and let the next fetch overlap the current commit. A worker
 	// holds up to Consumers × MaxRecords records at once.
 	Consumers int `yaml:"consumers" json:"consumers"`
-	// Linger is how long a worker that has a poll waits for more polls
-	// before it writes them (default 5ms, at most 1s): longer makes
-	// larger transactions under a light load, at the cost of latency.
-	Linger time.Duration `yaml:"linger" json:"linger"`
 	// TransformConcurrency is how many records of a batch a worker
 	// transforms at once (default 1, at most 256): for slow, I/O-bound
 	// steps. Outputs keep the batch's order; records of a share group

@@ -169,9 +169,6 @@ func (v *validator) validate() {
 	if b := p.Batch; b.TransformConcurrency < 1 || b.TransformConcurrency > MaxTransformConcurrency {
 		v.add("batch.transform_concurrency", "must be between 1 and %d, got %s", MaxTransformConcurrency, v.showAny("batch.transform_concurrency", b.TransformConcurrency))
 	}
-	if b := p.Batch; b.Linger < 0 || b.Linger > time.Second {
-		v.add("batch.linger", "must be between 0s and 1s, got %s", v.showAny("batch.linger", b.Linger))
-	}
 	if p.Metrics.Listen != "" {
 		if msg := checkHostPort(p.Metrics.Listen, v.show("metrics.listen", p.Metrics.Listen), false); msg != "" {
 			v.add("metrics.listen", "%s", msg)

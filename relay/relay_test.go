@@ -149,11 +149,11 @@ func TestAnUnresolvedBatchIsReleasedAndItsConsumerWaitsForIt(t *testing.T) {
 	// Take records and decide nothing about them.
 	var b *batch
 	for (b == nil || b.len() == 0) && ctx.Err() == nil {
-		b, _ = src.next(ctx, time.Second, 0, 100)
+		b, _ = src.next(ctx, time.Second, 100)
 	}
 	first := b.len()
 	// While they are held, the consumer does not poll again.
-	if held, _ := src.next(ctx, 500*time.Millisecond, 0, 100); held.len() != 0 {
+	if held, _ := src.next(ctx, 500*time.Millisecond, 100); held.len() != 0 {
 		t.Fatalf("the consumer polled again (%d records) before its poll was acknowledged", held.len())
 	}
 	src.ack(b)
@@ -163,7 +163,7 @@ func TestAnUnresolvedBatchIsReleasedAndItsConsumerWaitsForIt(t *testing.T) {
 	// They come back: released, not accepted.
 	var redelivered int
 	for redelivered < first && ctx.Err() == nil {
-		b, _ := src.next(ctx, time.Second, 0, 100)
+		b, _ := src.next(ctx, time.Second, 100)
 		for i, r := range b.recs {
 			if r.DeliveryCount() >= 2 {
 				redelivered++
@@ -266,6 +266,8 @@ func TestAPanickingTransformDeadLettersOnlyThatRecord(t *testing.T) {
 
 // A transaction that fails for a reason retrying cures is aborted and
 // written again with the records still held: no delivery is spent.
+// (Exactly-once: at-least-once writes without transactions, so what it
+// wrote before a failure stays written, a duplicate it allows.)
 func TestAFailedTransactionIsWrittenAgainWithoutSpendingADelivery(t *testing.T) {
 	c := fakeCluster(t)
 	seedOrders(t, c, 100)
@@ -273,7 +275,9 @@ func TestAFailedTransactionIsWrittenAgainWithoutSpendingADelivery(t *testing.T) 
 		t.Fatal(err)
 	}
 	defer failpoint.Disable()
-	r, err := New(Options{Pipeline: pipeline(t, c, ""), Instance: "t", Logger: quietLogger()})
+	p := pipeline(t, c, "")
+	p.Delivery = config.ExactlyOnce
+	r, err := New(Options{Pipeline: p, Instance: "t", Logger: quietLogger(), LedgerMarkers: eos.MarkersAtSameOrNextEpoch})
 	if err != nil {
 		t.Fatal(err)
 	}

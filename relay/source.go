@@ -142,17 +142,19 @@ func (b *batch) add(p *poll) {
 }
 
 // next returns the next batch: it waits up to timeout for a first poll,
-// then takes every poll already waiting, and waits up to linger for more
-// while the batch has fewer than most records. An empty batch (and no
-// error) means nothing arrived in time. Errors of polls come back with the
-// records that came with them.
-func (s *shareSource) next(ctx context.Context, timeout, linger time.Duration, most int) (*batch, error) {
+// then takes every poll already waiting, up to most records (a poll is
+// never split). It does not wait for more: a fetcher whose poll is still
+// in flight overlaps the batch's transaction, and waiting for it (a
+// linger) measured no larger transactions, only more latency. An empty
+// batch (and no error) means nothing arrived in time. Errors of polls
+// come back with the records that came with them.
+func (s *shareSource) next(ctx context.Context, timeout time.Duration, most int) (*batch, error) {
 	b := &batch{}
 	var errs []error
 	take := func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		for len(s.waiting) > 0 && (b.len() == 0 || b.len() < most) {
+		for len(s.waiting) > 0 && (b.len() == 0 || b.len()+len(s.waiting[0].recs) <= most) {
 			p := s.waiting[0]
 			s.waiting = s.waiting[1:]
 			if p.err != nil {
@@ -169,33 +171,18 @@ func (s *shareSource) next(ctx context.Context, timeout, linger time.Duration, m
 			}
 		}
 	}
-	wait := func(d time.Duration) bool {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-s.arrived:
-			return true
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		return false
-	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
 	take()
 	for b.len() == 0 && len(errs) == 0 {
-		if !wait(timeout) {
+		select {
+		case <-s.arrived:
+		case <-t.C:
+			return b, nil
+		case <-ctx.Done():
 			return b, nil
 		}
 		take()
-	}
-	if linger > 0 {
-		deadline := time.Now().Add(linger)
-		for b.len() < most {
-			left := time.Until(deadline)
-			if left <= 0 || !wait(left) {
-				break
-			}
-			take()
-		}
 	}
 	return b, errors.Join(errs...)
 }

@@ -36,11 +36,9 @@ type worker struct {
 	limits      *limits // shared with the Relay, which refreshes them
 	txnTimeout  time.Duration
 	pollTimeout time.Duration
-	// linger is how long the worker waits for more polls once one is in,
-	// and most the number of records it stops waiting at (batch.linger,
-	// batch.consumers × batch.max_records).
-	linger time.Duration
-	most   int
+	// most is the most records of one batch (batch.consumers ×
+	// batch.max_records).
+	most int
 	// concurrency is how many records are transformed at once
 	// (batch.transform_concurrency).
 	concurrency int
@@ -123,7 +121,7 @@ func (w *worker) run(ctx context.Context) error {
 			}
 		}
 		polled := time.Now()
-		b, err := w.src.next(ctx, w.pollTimeout, w.linger, w.most)
+		b, err := w.src.next(ctx, w.pollTimeout, w.most)
 		if b.len() > 0 {
 			w.phase(metrics.PhasePoll, polled)
 		} else {
@@ -288,12 +286,13 @@ func recordSize(r *kgo.Record) int {
 	return n
 }
 
-// fit splits pending into what one transaction writes now and what waits:
-// the records written to each topic must fit in one batch of that topic
-// (max.message.bytes; the client batches a partition's records of a
-// transaction together). A plan with an output too large for its topic on
-// its own is replaced by a dead letter first (cut down when the dead
-// letter is too large itself), without a produce attempt.
+// fit splits pending into what one transaction writes now and what waits.
+// The client splits a partition's records into batches of at most its
+// batch limit, the largest max.message.bytes of the topics written; a
+// topic that takes less (or that refused a batch: tight) gets at most one
+// batch of its own limit per transaction. A plan with an output too large
+// for its topic on its own is replaced by a dead letter first (cut down
+// when the dead letter is too large itself), without a produce attempt.
 func (w *worker) fit(b *batch, plans []plan, pending []int) (now, later []int) {
 	sizes := w.sizes()
 	limit := func(topic string) int {
@@ -302,7 +301,13 @@ func (w *worker) fit(b *batch, plans []plan, pending []int) (now, later []int) {
 		}
 		return 1 << 30 // unknown: the broker decides
 	}
-	budget := func(topic string) int { return limit(topic) >> min(w.tight[topic], 20) }
+	clientMax := int(w.prod.MaxBatchBytes())
+	budget := func(topic string) int {
+		if w.tight[topic] == 0 && clientMax > 0 && sizes[topic] >= clientMax {
+			return 1 << 40 // the client's batches fit the topic
+		}
+		return limit(topic) >> min(w.tight[topic], 20)
+	}
 	used := map[string]int{}
 	for _, i := range pending {
 		for {

@@ -88,7 +88,14 @@ type Producer struct {
 	txnID  string
 	txn    bool
 	closer sync.Once
+	// maxBatch is Config.MaxBatchBytes (0: franz-go's default).
+	maxBatch int32
 }
+
+// MaxBatchBytes is the largest record batch the client builds
+// (Config.MaxBatchBytes; 0 when franz-go's default applies): it splits a
+// partition's records into batches no larger.
+func (p *Producer) MaxBatchBytes() int32 { return p.maxBatch }
 
 // New creates a Producer and initialises its producer id, which fences any
 // older producer with the same transactional id.
@@ -119,7 +126,7 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("txn: creating producer %s: %w", cfg.TransactionalID, err)
 	}
-	p := &Producer{cl: cl, txnID: cfg.TransactionalID, txn: !cfg.Idempotent}
+	p := &Producer{cl: cl, txnID: cfg.TransactionalID, txn: !cfg.Idempotent, maxBatch: cfg.MaxBatchBytes}
 	if _, _, err := p.ProducerID(ctx); err != nil {
 		cl.Close()
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -414,20 +415,33 @@ func (b *bench) pipeline(t trial) (*config.Pipeline, error) {
 	for i, s := range b.br.seeds {
 		quoted[i] = fmt.Sprintf("%q", s)
 	}
-	var batch strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(t.batch)) {
-		fmt.Fprintf(&batch, "  %s: %s\n", k, t.batch[k])
-	}
-	transforms := "[]"
-	if t.delay > 0 {
-		transforms = fmt.Sprintf("[{type: delay, duration: %s}]", t.delay)
-	}
 	workers, most := t.workers, t.maxRecords
 	if workers == 0 {
 		workers = b.opts.workers
 	}
 	if most == 0 {
 		most = maxRecords
+	}
+	settings := maps.Clone(t.batch)
+	if settings == nil {
+		settings = make(map[string]string)
+	}
+	if t.delay == 0 { // the throughput and latency runs
+		for k, v := range b.opts.relayBatch {
+			settings[k] = v
+		}
+	}
+	if v, ok := settings["max_records"]; ok {
+		most, _ = strconv.Atoi(v) // parsed again, and validated, by config.Parse
+		delete(settings, "max_records")
+	}
+	var batch strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		fmt.Fprintf(&batch, "  %s: %s\n", k, settings[k])
+	}
+	transforms := "[]"
+	if t.delay > 0 {
+		transforms = fmt.Sprintf("[{type: delay, duration: %s}]", t.delay)
 	}
 	y := fmt.Sprintf(pipelineYAML, t.name, strings.Join(quoted, ", "), t.c.delivery, workers,
 		t.source, t.name, t.output, t.dlq, most, batch.String(), transforms)

@@ -122,6 +122,9 @@ type options struct {
 	scalingConcurrency int
 	// only, when set, limits the throughput table to these contenders.
 	only []string
+	// relayBatch are batch settings of the relay contenders
+	// (-relay-batch key=value,...), e.g. to try other defaults.
+	relayBatch map[string]string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -145,6 +148,7 @@ func parseFlags(args []string) (options, error) {
 	scalingWorkers := fs.String("scaling-workers", "3,6,12", "relay-eos worker counts of the scaling table")
 	fs.IntVar(&o.scalingConcurrency, "scaling-concurrency", 8, "batch.transform_concurrency of an extra scaling row at the first worker count (0 or 1: no extra row)")
 	only := fs.String("contenders", "", "only these contenders in the throughput table, comma separated (default all)")
+	relayBatch := fs.String("relay-batch", "", "batch settings of the relay contenders in the throughput and latency runs, e.g. consumers=4,linger=10ms (default: the relay's defaults)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -157,6 +161,19 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.scaling && len(o.scalingWorkers) == 0 {
 		return o, fmt.Errorf("-scaling-workers: at least one worker count")
+	}
+	for kv := range strings.SplitSeq(*relayBatch, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || v == "" {
+			return o, fmt.Errorf("-relay-batch: %q is not key=value", kv)
+		}
+		if o.relayBatch == nil {
+			o.relayBatch = make(map[string]string)
+		}
+		o.relayBatch[k] = v
 	}
 	for name := range strings.SplitSeq(*only, ",") {
 		name = strings.TrimSpace(name)
