@@ -145,6 +145,16 @@ func (r *Relay) TransactionalID(i int) string {
 	return fmt.Sprintf("sharerelay-%s-%s-%d", r.p.Name, r.opts.Instance, i)
 }
 
+// laneTransactionalID is the transactional id of worker i's producer l:
+// TransactionalID(i) for the first, with ".1" appended for the second
+// (exactly-once alternates two).
+func (r *Relay) laneTransactionalID(i, l int) string {
+	if l == 0 {
+		return r.TransactionalID(i)
+	}
+	return fmt.Sprintf("%s.%d", r.TransactionalID(i), l)
+}
+
 // Run checks the cluster, sets the share group's configs, starts the workers
 // and blocks until ctx is cancelled and every worker has finished its batch
 // in flight, acknowledged it, and left the group. While the cluster cannot
@@ -472,39 +482,62 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 	txnID := r.TransactionalID(i)
 
 	disrupt := &disruptions{}
-	newProducer := func(ctx context.Context) (*txn.Producer, error) {
-		return txn.New(ctx, txn.Config{
-			Seeds:              r.p.Brokers,
-			TransactionalID:    txnID,
-			TransactionTimeout: r.p.Output.TransactionTimeout,
-			ClientID:           txnID,
-			MaxBatchBytes:      r.maxBatch(),
-			// At-least-once writes without transactions: nothing to
-			// claim, and a batch written twice is what it allows.
-			Idempotent: r.p.Delivery == config.AtLeastOnce,
-			Extra:      r.clientOpts(kgo.WithHooks(disrupt)),
+	// Exactly-once alternates two transactional producers (see
+	// worker.switchLane); at-least-once writes without transactions.
+	lanes := []*lane{{}}
+	if r.p.Delivery == config.ExactlyOnce {
+		lanes = append(lanes, &lane{})
+	}
+	defer func() {
+		for _, l := range lanes {
+			if l.guard != nil {
+				l.guard.Close()
+			}
+		}
+	}()
+	for l, ln := range lanes {
+		id := r.laneTransactionalID(i, l)
+		ln.newProducer = func(ctx context.Context) (*txn.Producer, error) {
+			return txn.New(ctx, txn.Config{
+				Seeds:              r.p.Brokers,
+				TransactionalID:    id,
+				TransactionTimeout: r.p.Output.TransactionTimeout,
+				ClientID:           id,
+				MaxBatchBytes:      r.maxBatch(),
+				// At-least-once writes without transactions: nothing
+				// to claim, and a batch written twice is what it
+				// allows.
+				Idempotent: r.p.Delivery == config.AtLeastOnce,
+				Extra:      r.clientOpts(kgo.WithHooks(disrupt)),
+			})
+		}
+		err := r.retry(ctx, "creating the transactional producer", func() (err error) {
+			ln.prod, err = ln.newProducer(ctx)
+			return err
 		})
+		if err == nil {
+			ln.guard, err = r.newGuard(id)
+		}
+		if err != nil {
+			ready()
+			for _, l := range lanes {
+				if l.prod != nil {
+					l.prod.Close()
+				}
+			}
+			return fmt.Errorf("relay: worker %d: %w", i, err)
+		}
+		if r.opts.WrapGuard != nil {
+			ln.guard = r.opts.WrapGuard(ln.guard)
+		}
 	}
-	var prod *txn.Producer
-	err := r.retry(ctx, "creating the transactional producer", func() (err error) {
-		prod, err = newProducer(ctx)
-		return err
-	})
-	if err != nil {
-		ready()
-		return fmt.Errorf("relay: worker %d: %w", i, err)
+	// The lanes' producers are closed through the worker, which swaps
+	// them; closeProducers closes them before the worker exists.
+	closeProducers := func() {
+		for _, l := range lanes {
+			l.prod.Close()
+		}
 	}
-
-	guard, err := r.newGuard(txnID)
-	if err != nil {
-		ready()
-		prod.Close()
-		return fmt.Errorf("relay: worker %d: %w", i, err)
-	}
-	if r.opts.WrapGuard != nil {
-		guard = r.opts.WrapGuard(guard)
-	}
-	defer guard.Close()
 
 	// The worker's share consumers: one or more (batch.consumers), whose
 	// polls are written together (see shareSource).
@@ -540,7 +573,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		)...)
 		if err != nil {
 			ready()
-			prod.Close()
+			closeProducers()
 			closeClients()
 			return fmt.Errorf("relay: worker %d: creating share consumer %d: %w", i, c, err)
 		}
@@ -553,11 +586,20 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		limits: &r.limits, txnTimeout: r.p.Output.TransactionTimeout, pollTimeout: r.p.Batch.PollTimeout,
 		topicIDs: topicIDs, renewEvery: r.renewEvery(),
 		src: src, most: r.p.Batch.Consumers * r.p.Batch.MaxRecords, concurrency: r.p.Batch.TransformConcurrency,
-		prod: prod, newProducer: newProducer, disrupt: disrupt, guard: guard, chain: r.chain, m: r.m, health: r.health, log: log, now: time.Now,
+		prod: lanes[0].prod, newProducer: lanes[0].newProducer, guard: lanes[0].guard,
+		disrupt: disrupt, chain: r.chain, m: r.m, health: r.health, log: log, now: time.Now,
 		sizes:             func() map[string]int { return *r.sizes.Load() },
 		rejectDeadLetters: r.p.DeadLetter.Ack == config.DeadLetterReject,
 	}
-	defer func() { w.prod.Close() }()
+	if len(lanes) > 1 {
+		w.spare = &lane{prod: lanes[1].prod, guard: lanes[1].guard, newProducer: lanes[1].newProducer}
+	}
+	defer func() {
+		w.prod.Close()
+		if w.spare != nil {
+			w.spare.prod.Close()
+		}
+	}()
 	ready()
 	log.Info("worker started", "transactional_id", txnID)
 	runErr := w.run(ctx)

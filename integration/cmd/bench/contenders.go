@@ -21,8 +21,8 @@ import (
 	"github.com/sharerelay/sharerelay/lineage"
 )
 
-// maxRecords is the share fetch size of every contender and the relay's
-// batch.max_records.
+// maxRecords is the poll size of the hand-written contenders (raw-share,
+// copier, classic-eos); the relay runs with its own defaults.
 const maxRecords = 500
 
 // Timeouts of one contender run.
@@ -65,7 +65,9 @@ type trial struct {
 	output string // "" when the contender writes nothing
 	dlq    string // relay contenders
 	// workers is the number of consumers (the relay's workers),
-	// maxRecords the records per poll (the relay's batch.max_records).
+	// maxRecords the records per poll: the hand-written contenders'
+	// poll size, and the relay's batch.max_records when set (0: the
+	// relay's default).
 	workers, maxRecords int
 	// delay is the transform's time per record (0: none).
 	delay time.Duration
@@ -132,7 +134,7 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 	if t.workers == 0 {
 		t.workers = b.opts.workers
 	}
-	if t.maxRecords == 0 {
+	if t.maxRecords == 0 && !t.c.isRelay() {
 		t.maxRecords = maxRecords
 	}
 	if !t.c.classic {
@@ -403,8 +405,8 @@ output:
 dead_letter:
   topic: %q
 batch:
-  max_records: %d
-%stransforms: %s
+%s  poll_timeout: 1s
+transforms: %s
 `
 
 // pipeline builds the trial's pipeline the way `relay run` does: from YAML
@@ -415,25 +417,21 @@ func (b *bench) pipeline(t trial) (*config.Pipeline, error) {
 	for i, s := range b.br.seeds {
 		quoted[i] = fmt.Sprintf("%q", s)
 	}
-	workers, most := t.workers, t.maxRecords
+	workers := t.workers
 	if workers == 0 {
 		workers = b.opts.workers
-	}
-	if most == 0 {
-		most = maxRecords
 	}
 	settings := maps.Clone(t.batch)
 	if settings == nil {
 		settings = make(map[string]string)
 	}
+	if t.maxRecords > 0 {
+		settings["max_records"] = strconv.Itoa(t.maxRecords)
+	}
 	if t.delay == 0 { // the throughput and latency runs
 		for k, v := range b.opts.relayBatch {
 			settings[k] = v
 		}
-	}
-	if v, ok := settings["max_records"]; ok {
-		most, _ = strconv.Atoi(v) // parsed again, and validated, by config.Parse
-		delete(settings, "max_records")
 	}
 	var batch strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(settings)) {
@@ -444,7 +442,7 @@ func (b *bench) pipeline(t trial) (*config.Pipeline, error) {
 		transforms = fmt.Sprintf("[{type: delay, duration: %s}]", t.delay)
 	}
 	y := fmt.Sprintf(pipelineYAML, t.name, strings.Join(quoted, ", "), t.c.delivery, workers,
-		t.source, t.name, t.output, t.dlq, most, batch.String(), transforms)
+		t.source, t.name, t.output, t.dlq, batch.String(), transforms)
 	p, err := config.Parse(t.name+".yaml", []byte(y), nil)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %s: %w", t.name, err)

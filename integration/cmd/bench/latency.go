@@ -88,7 +88,7 @@ func (b *bench) latency(ctx context.Context, c contender, size int) (latencyResu
 	res := latencyResult{Contender: c.name, Size: size, Rate: b.opts.rate, Duration: b.opts.latencyDuration.String()}
 	name := b.name(fmt.Sprintf("lat%dB", size), c.name)
 	t := trial{c: c, size: size, name: name, source: name + ".src", output: name + ".out", dlq: name + ".dlq",
-		workers: b.opts.workers, maxRecords: maxRecords}
+		workers: b.opts.workers}
 	created := []string{t.source, t.output, t.dlq}
 	if c.delivery == config.ExactlyOnce {
 		ledger := name + config.DefaultLedgerSuffix

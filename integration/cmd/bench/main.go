@@ -23,8 +23,8 @@
 //	             idempotent produce (acks=all) to an output topic, wait for
 //	             the batch's produce acks, accept the batch; no transaction
 //	relay-alo    the relay in-process, delivery: at-least-once, no
-//	             transforms, batch.max_records 500, other batch settings
-//	             at their defaults
+//	             transforms, the default batch settings (-relay-batch
+//	             tries others)
 //	relay-eos    the same with delivery: exactly-once (its own claim
 //	             ledger, <pipeline>.ledger)
 //	classic-eos  the exactly-once copier a team would write without share
