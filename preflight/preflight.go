@@ -37,6 +37,7 @@ const (
 
 var statusWords = [...]string{OK: "ok", Warn: "warn", Fail: "FAIL", Skipped: "skipped"}
 
+// String is the word relay check prints for s.
 func (s Status) String() string { return statusWords[s] }
 
 // Result is the outcome of one check.

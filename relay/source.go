@@ -236,15 +236,6 @@ func (s *shareSource) renew(ctx context.Context, b *batch) error {
 	return errors.Join(errs...)
 }
 
-// clients returns the share consumers.
-func (s *shareSource) clients() []*kgo.Client {
-	out := make([]*kgo.Client, len(s.fetchers))
-	for i, f := range s.fetchers {
-		out[i] = f.cl
-	}
-	return out
-}
-
 // close stops the fetchers. The batch the worker holds must have been
 // acknowledged; polls handed over but not taken are released.
 func (s *shareSource) close() {

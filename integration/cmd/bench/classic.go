@@ -32,7 +32,6 @@ func (b *bench) runClassic(ctx context.Context, t trial, tr *tracker, tc *traceC
 			kgo.ConsumeTopics(t.source),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-			kgo.RequireStableFetchOffsets(),
 			kgo.RequiredAcks(kgo.AllISRAcks()),
 			kgo.ProducerLinger(0),
 			tc.hooks(),
