@@ -87,10 +87,10 @@ type DeadLetter struct {
 	// Topic is required.
 	Topic string `yaml:"topic" json:"topic"`
 	// MaxAttempts is the number of deliveries a record gets before a
-	// retryable failure dead-letters it. 0 (default) means one less than
-	// the group's effective share.delivery.count.limit read from the
-	// broker, keeping the broker's last delivery as a spare for a crash
-	// during the last attempt.
+	// retryable failure dead-letters it. 0 (default) derives it from the
+	// group's effective share.delivery.count.limit read from the broker
+	// (DefaultMaxAttempts): two less than the limit, keeping two spare
+	// deliveries for a crash during the last attempt.
 	MaxAttempts int `yaml:"max_attempts" json:"max_attempts"`
 	// Ack is how a dead-lettered record is acknowledged to the share
 	// group once its dead letter is committed: "accept" (default: the
@@ -185,4 +185,22 @@ func (p *Pipeline) OutputTopics() []string {
 // limit from CEL.
 func (p *Pipeline) Chain() (*transform.Chain, error) {
 	return transform.BuildWith(p.Transforms, transform.Options{CostLimit: uint64(max(p.CEL.CostLimit, 0))})
+}
+
+// DefaultMaxAttempts is the attempts a failing record gets when
+// dead_letter.max_attempts is 0, for a share group whose delivery count
+// limit is limit: limit-2 when that leaves at least one attempt, else
+// limit-1 (at least 1).
+//
+// The spare deliveries are for a crash during the last attempt, and one
+// crash can cost a record two deliveries on Kafka 4.3: the one the crashed
+// process held, and one that a share fetch the process had left waiting
+// in the broker acquires for the dead connection after its records were
+// released (measured: integration/chaos TestChaosPoison). A single spare
+// lets the broker archive such a record without a dead letter.
+func DefaultMaxAttempts(limit int) int {
+	if limit >= 4 {
+		return limit - 2
+	}
+	return max(1, limit-1)
 }

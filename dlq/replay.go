@@ -267,7 +267,7 @@ func newReplayer(o ReplayOptions) (*replayer, error) {
 		r.attempts = int32(p.DeadLetter.MaxAttempts)
 	}
 	if r.attempts <= 0 {
-		r.attempts = 4 // Kafka's default delivery limit, 5, less the relay's spare
+		r.attempts = 4 // tries within this run; a replay has no share deliveries to spare
 	}
 	return r, nil
 }

@@ -16,7 +16,7 @@ import (
 // Shortened defaults (set per share group through source.group_configs,
 // allowed because the test broker lowers group.share.min.record.lock.duration.ms
 // to 1000): share.record.lock.duration.ms 30000 → 2000–3000, and
-// share.delivery.count.limit 5 → 3 where dead letters are involved.
+// share.delivery.count.limit 5 → 4 where dead letters are involved.
 
 type mode struct {
 	delivery string
@@ -194,15 +194,16 @@ func TestRealBrokerWindow5BrokerRestartAfterCommit(t *testing.T) {
 
 // A record that fails on its last allowed attempt is dead-lettered once,
 // even when the relay is killed just before that transaction commits: the
-// broker's spare delivery gives the relay another chance, and the broker
-// never archives the record silently.
+// broker's spare deliveries give the relay another chance, and the broker
+// never archives the record silently. Two spares, because the kill can
+// cost two deliveries (see config.DefaultMaxAttempts).
 func TestRealBrokerKillOnTheLastAttemptStillDeadLettersOnce(t *testing.T) {
 	seeds := seedsFor(t)
 	const n = 200
 	p := newPipe(t, seeds, harness.PipelineOptions{
 		Workers: 1, MaxRecords: 20,
-		// Limit 3: attempts 1 and 2 are the relay's, 3 is the spare.
-		GroupConfigs: map[string]string{"share.delivery.count.limit": "3"},
+		// Limit 4: attempts 1 and 2 are the relay's, 3 and 4 are spares.
+		GroupConfigs: map[string]string{"share.delivery.count.limit": "4"},
 		Transforms:   `[{type: fail, kind: retry, reason: always fails, when: {field: order_id, modulo: 20, remainder: 0}}]`,
 	})
 	seedOrders(t, p, 1, n)

@@ -33,10 +33,11 @@ type Suite struct {
 	File string `yaml:"-"`
 	// MaxAttempts is the deliveries a record gets before a retryable
 	// failure dead-letters it. 0 (default): the pipeline's
-	// dead_letter.max_attempts, else one less than the share group's
-	// share.delivery.count.limit as set in source.group_configs, else
-	// one less than Kafka's default limit (4). The relay reads the limit
-	// from the broker; set this when the broker's differs.
+	// dead_letter.max_attempts, else config.DefaultMaxAttempts of the
+	// share group's share.delivery.count.limit as set in
+	// source.group_configs, else of Kafka's default limit (3 attempts of
+	// 5). The relay reads the limit from the broker; set this when the
+	// broker's differs.
 	MaxAttempts int `yaml:"max_attempts"`
 	// Cases run in order, each on its own record.
 	Cases []Case `yaml:"cases"`
@@ -215,8 +216,8 @@ func (s *Suite) maxAttempts(p *config.Pipeline) int32 {
 	if v, err := strconv.Atoi(p.Source.GroupConfigs["share.delivery.count.limit"]); err == nil {
 		limit = v
 	}
-	// As the relay: keep the broker's last delivery as a spare.
-	return int32(max(1, limit-1))
+	// As the relay: keep the broker's last deliveries as spares.
+	return int32(config.DefaultMaxAttempts(limit))
 }
 
 // Result is what one case came to.

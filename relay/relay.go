@@ -431,13 +431,17 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 func (r *Relay) setLimits(l ShareLimits) {
 	a := int32(r.p.DeadLetter.MaxAttempts)
 	if a == 0 {
-		// Keep the broker's last delivery as a spare: a crash during
-		// the last attempt then still gets one more delivery, which
+		// Keep the broker's last deliveries as spares: a crash during
+		// the last attempt then still leaves a delivery, which
 		// dead-letters the record instead of the broker archiving it.
-		a = int32(max(1, l.DeliveryCountLimit-1))
+		a = int32(config.DefaultMaxAttempts(l.DeliveryCountLimit))
 	}
-	if int(a) >= l.DeliveryCountLimit {
+	switch spare := l.DeliveryCountLimit - int(a); {
+	case spare <= 0:
 		r.log.Warn("dead_letter.max_attempts leaves no spare delivery: a crash during the last attempt lets the broker archive the record without a dead letter",
+			"max_attempts", a, "delivery_count_limit", l.DeliveryCountLimit)
+	case spare == 1:
+		r.log.Warn("dead_letter.max_attempts leaves one spare delivery: a crash can cost a record two (the one it held, and one a share fetch left waiting in the broker acquires for the dead connection), so the broker may archive it without a dead letter; raise share.delivery.count.limit to 4 or more",
 			"max_attempts", a, "delivery_count_limit", l.DeliveryCountLimit)
 	}
 	r.limits.limitV.Store(int32(l.DeliveryCountLimit))

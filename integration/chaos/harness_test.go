@@ -34,7 +34,7 @@ type opts struct {
 	// DeliveryLimit is share.delivery.count.limit; default 10 (the
 	// broker's maximum), so faults do not use up a record's deliveries.
 	DeliveryLimit int
-	MaxAttempts   int // dead_letter.max_attempts; 0 = limit-1
+	MaxAttempts   int // dead_letter.max_attempts; 0 = config.DefaultMaxAttempts(limit)
 	NoRenew       bool
 	// Transforms is a YAML flow list; default [].
 	Transforms string

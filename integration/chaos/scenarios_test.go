@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sharerelay/sharerelay/audit"
+	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/integration/harness"
 	"github.com/sharerelay/sharerelay/internal/failpoint"
 	"github.com/sharerelay/sharerelay/lineage"
@@ -265,17 +266,22 @@ func poisonKind(i int) string {
 }
 
 // 9. TestChaosPoison: poison records and transient errors mixed, with the
-// group's delivery limit at 3 (two attempts, one spare delivery), and a
+// group's delivery limit at 4 (two attempts, two spare deliveries), and a
 // kill exactly on the last attempt: relay r0 starts alone on orders
 // 1..499 (no permanent poison among them) with
 // before-dead-letter-commit=kill@1, so it dies committing an
-// attempts-exhausted dead letter on the record's last attempt; the spare
+// attempts-exhausted dead letter on the record's last attempt; a spare
 // delivery must still dead-letter it once. Then the rest of the orders
 // arrive and r0 comes back, without the failpoint, next to r1 and r2.
 // The dead letters must be exactly the poison orders (each once, with the
-// right kind, at least one written on the spare delivery), disjoint from
-// the outputs. One crash only: a second crash can rightly cost a poison
-// record its spare delivery too (see doc.go).
+// right kind, at least one written on a spare delivery), disjoint from
+// the outputs. Two spares, not one: the kill can cost a record two
+// deliveries (the one r0 held, and one that r0's share fetch, still
+// waiting in the broker, acquires for the dead connection after the
+// broker released r0's records). With a limit of 3 that lost offset 104 of
+// partition 0, an order that failed once and then met this crash (seed
+// 1796096533155600748). One crash only: a second crash can rightly cost a
+// poison record its spares too (see doc.go).
 func TestChaosPoison(t *testing.T) {
 	n := recordsDefault()
 	want := 0
@@ -291,7 +297,7 @@ func TestChaosPoison(t *testing.T) {
 		}
 		return nil
 	}
-	s := newScenario(t, 0, opts{DeliveryLimit: 3, Transforms: poisonTransforms, WantDLQ: want, Env: env})
+	s := newScenario(t, 0, opts{DeliveryLimit: 4, Transforms: poisonTransforms, WantDLQ: want, Env: env})
 	s.seedRange(1, 499)
 	s.startReader()
 	s.relays[0].start()
@@ -340,7 +346,7 @@ func (s *scenario) checkDeadLetters(n int) []string {
 	end, _ := ends.Lookup(s.p.DeadLetter, 0)
 	got := map[int]string{}
 	var problems []string
-	onSpare := 0 // dead letters written on the broker's last (spare) delivery
+	onSpare := 0 // dead letters written on a spare delivery, after the relay's attempts
 	for seen := int64(0); seen < end.Offset; {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -364,7 +370,7 @@ func (s *scenario) checkDeadLetters(n int) []string {
 				case lineage.HeaderDLQKind:
 					kind = string(h.Value)
 				case lineage.HeaderDLQDeliveryCount:
-					if string(h.Value) == strconv.Itoa(s.o.DeliveryLimit) {
+					if n, err := strconv.Atoi(string(h.Value)); err == nil && n > config.DefaultMaxAttempts(s.o.DeliveryLimit) {
 						onSpare++
 					}
 				}
@@ -392,9 +398,9 @@ func (s *scenario) checkDeadLetters(n int) []string {
 		problems = append(problems, fmt.Sprintf("%d wrong dead letters, e.g. %v", len(wrong), wrong[:min(5, len(wrong))]))
 	}
 	if onSpare == 0 {
-		problems = append(problems, "no dead letter was written on the spare delivery: the kill on the last attempt did not happen where intended")
+		problems = append(problems, "no dead letter was written on a spare delivery: the kill on the last attempt did not happen where intended")
 	}
-	s.t.Logf("dead letters: %d, exactly the poison orders; %d written on the spare delivery %d after the kill on the last attempt", len(got), onSpare, s.o.DeliveryLimit)
+	s.t.Logf("dead letters: %d, exactly the poison orders; %d written on a spare delivery (after attempt %d of limit %d) after the kill on the last attempt", len(got), onSpare, config.DefaultMaxAttempts(s.o.DeliveryLimit), s.o.DeliveryLimit)
 	return problems
 }
 
