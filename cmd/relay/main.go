@@ -152,6 +152,11 @@ func cmdRun(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "relay run:", err)
 		return 2
 	}
+	// Signals first: a SIGTERM during start-up (a supervisor stopping an
+	// instance it just started) then ends the run with exit 0 instead of
+	// killing the process with the default action.
+	ctx, stop := signalContext(log)
+	defer stop()
 	p, err := config.Load(*cfgPath)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -188,8 +193,6 @@ func cmdRun(args []string, stderr io.Writer) int {
 		srv.SetReadiness(r.Ready)
 	}
 
-	ctx, stop := signalContext(log)
-	defer stop()
 	g, gctx := errgroup.WithContext(ctx)
 	relayDone := make(chan struct{})
 	g.Go(func() error {

@@ -172,11 +172,12 @@ func (r *relay) kill(restart time.Duration) bool {
 }
 
 // term sends SIGTERM and waits for a clean exit (status 0) for up to
-// grace, then SIGKILLs. It returns the exit status, or -1 when nothing ran.
-func (r *relay) term(restart, grace time.Duration) (code int, took time.Duration) {
+// grace, then SIGKILLs. It returns the exit status, or -1 when nothing ran,
+// and whether the process had logged anything (reached its main).
+func (r *relay) term(restart, grace time.Duration) (code int, took time.Duration, logged bool) {
 	inc := r.current()
 	if inc == nil {
-		return -1, 0
+		return -1, 0, false
 	}
 	r.mu.Lock()
 	r.nextDelay = restart
@@ -190,7 +191,7 @@ func (r *relay) term(restart, grace time.Duration) (code int, took time.Duration
 		inc.setCause("SIGTERM timeout, SIGKILL")
 		inc.Kill()
 	}
-	return inc.ExitCode(), time.Since(start)
+	return inc.ExitCode(), time.Since(start), inc.LogTail(1) != ""
 }
 
 // stopForGood stops the relay with SIGTERM (SIGKILL after 60 s) and ends
