@@ -96,6 +96,7 @@ func Check(ctx context.Context, p *config.Pipeline, clientOpts []kgo.Opt) *Repor
 	c.transactionalIDs(ctx)
 	c.cluster(ctx)
 	c.lockDuration(ctx)
+	c.deadLetterSpares(ctx)
 	return c.rep
 }
 
@@ -522,6 +523,34 @@ func (c *checker) lockDuration(ctx context.Context) {
 		c.rep.add(Fail, check, "%s (from %s) is not above output.transaction_timeout %s: a crashed worker's claim may outlive the locks of the records it blocks; lower the timeout or raise %s", lock, from, c.p.Output.TransactionTimeout, relay.GroupLockDuration)
 	default:
 		c.rep.add(Warn, check, "%s (from %s) is not above output.transaction_timeout %s: a slow transaction writes duplicates", lock, from, c.p.Output.TransactionTimeout)
+	}
+}
+
+// deadLetterSpares checks that the group's delivery limit leaves two
+// deliveries after the relay's attempts: one crash can cost a record two
+// (config.DefaultMaxAttempts), and with fewer spares the broker may
+// archive a failing record without its dead letter.
+func (c *checker) deadLetterSpares(ctx context.Context) {
+	const check = "dead-letter spares"
+	limit, from := 0, ""
+	if v, ok := c.p.Source.GroupConfigs[relay.GroupDeliveryCountLimit]; ok && c.managed() {
+		limit, from = atoi(v), "source.group_configs"
+	} else if v := atoi(c.groupConfigs[relay.GroupDeliveryCountLimit]); v > 0 {
+		limit, from = v, "the group's config"
+	} else if v := atoi(brokerConfig(ctx, c.cl, "group.share.delivery.count.limit")); v > 0 {
+		limit, from = v, "the broker's group.share.delivery.count.limit"
+	} else {
+		limit, from = 5, "Kafka's default"
+	}
+	attempts := c.p.DeadLetter.MaxAttempts
+	if attempts == 0 {
+		attempts = config.DefaultMaxAttempts(limit)
+	}
+	switch spare := limit - attempts; {
+	case spare >= 2:
+		c.rep.add(OK, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries", attempts, limit, from, spare)
+	default:
+		c.rep.add(Warn, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries; a crash can cost a record two, and the broker then archives it without a dead letter (raise %s to %d)", attempts, limit, from, max(0, spare), relay.GroupDeliveryCountLimit, attempts+2)
 	}
 }
 

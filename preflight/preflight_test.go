@@ -223,6 +223,25 @@ func TestAMissingTopicAndAShortLockFail(t *testing.T) {
 	}
 }
 
+func TestADeliveryLimitWithOneSpareWarns(t *testing.T) {
+	f := newFixture(t)
+	f.grant(t, everything)
+	p, opts := f.pipeline(relayPassword)
+	p.Source.GroupConfigs["share.delivery.count.limit"] = "3"
+	rep := check(t, p, opts)
+	const want = "warn: dead-letter spares: 2 attempts, delivery limit 3 (from source.group_configs): 1 spare deliveries"
+	found := false
+	for _, r := range rep.Results {
+		found = found || strings.HasPrefix(r.String(), want)
+	}
+	if !found {
+		t.Errorf("no line starting %q", want)
+	}
+	if rep.Failed() {
+		t.Error("a warning failed the check")
+	}
+}
+
 func TestAtLeastOnceNeedsNoLedger(t *testing.T) {
 	f := newFixture(t)
 	var acls []acl
