@@ -71,7 +71,7 @@ func (v *partVerdict) String() string {
 	m := map[int8]string{0: "ABORT", 1: "COMMIT"}[v.marker]
 	s := fmt.Sprintf("%s[%d]: records from offset %d, %s marker at %d (epoch %d)", v.topic, v.partition, v.dataAt, m, v.markerAt, v.epoch)
 	if v.continued {
-		s += ", after records of a later epoch (written when someone completed the transaction by hand)"
+		s += ", after records of a later epoch (the broker lost this transaction's marker here too)"
 	}
 	return s
 }
@@ -154,12 +154,10 @@ func (l *Ledger) judge(ctx context.Context, c ClaimInfo) (commit bool, evidence 
 	}
 	var open, commits, aborts []string
 	for _, v := range with {
-		switch {
-		case v.marker == -1 && v.continued:
-			open = append(open, fmt.Sprintf("%s[%d]@%d (its marker was lost here: the producer's later transactions came first)", v.topic, v.partition, v.dataAt))
-		case v.marker == -1:
+		switch v.marker {
+		case -1:
 			open = append(open, fmt.Sprintf("%s[%d]@%d", v.topic, v.partition, v.dataAt))
-		case v.marker == 1:
+		case 1:
 			commits = append(commits, v.String())
 		default:
 			aborts = append(aborts, v.String())
@@ -222,69 +220,31 @@ func (l *Ledger) scanOutputs(ctx context.Context, c ClaimInfo, assign map[string
 			if end, _ := ends.Lookup(r.Topic, r.Partition); r.Offset >= end.Offset-1 {
 				defer finish(v)
 			}
-			if v.observe(c, l.cfg.Markers, last, outputRecord{
-				offset: r.Offset, producerID: r.ProducerID, epoch: r.ProducerEpoch,
-				control: r.Attrs.IsControl(), key: r.Key, timestamp: r.Timestamp.UnixMilli(),
-			}) {
+			switch {
+			case r.ProducerID != c.ProducerID:
+				if v.dataAt < 0 && r.Timestamp.UnixMilli() > last {
+					finish(v) // nothing of the transaction here
+				}
+			case v.dataAt < 0 && !r.Attrs.IsControl() && r.ProducerEpoch == c.Epoch:
+				v.dataAt = r.Offset
+			case v.dataAt < 0 && r.ProducerEpoch > c.Epoch:
+				// The producer moved on here without writing at
+				// c.Epoch first; it cannot write a lower epoch later.
 				finish(v)
+			case v.dataAt >= 0 && r.Attrs.IsControl():
+				if commit, ok := parseMarker(r.Key); ok {
+					v.marker, v.markerAt, v.epoch = 0, r.Offset, r.ProducerEpoch
+					if commit {
+						v.marker = 1
+					}
+					finish(v)
+				}
+			case v.dataAt >= 0 && r.ProducerEpoch > c.Epoch:
+				v.continued = true
 			}
 		})
 	}
 	return nil
-}
-
-// outputRecord is what the resolver reads of one output record.
-type outputRecord struct {
-	offset     int64
-	producerID int64
-	epoch      int16
-	control    bool
-	key        []byte
-	timestamp  int64 // ms
-}
-
-// observe takes the next record of v's partition into account for the
-// transaction of claim c, and reports whether the partition has said all
-// it can. last is the time after which the transaction wrote nothing.
-//
-// Only a marker at the epoch the broker's convention gives the
-// transaction (E+1 for Apache Kafka) is its marker: a marker at another
-// epoch after the transaction's records belongs to a later transaction of
-// the same producer, whose records came first because the broker lost
-// this transaction's marker in this partition (a node killed with markers
-// in flight). Taking it would credit the claim with another transaction's
-// outcome, the very mistake the ledger index avoids (issue 11); the
-// partition then shows no verdict until someone writes the lost marker
-// (an operator completing the hanging transaction writes it at E+1).
-func (v *partVerdict) observe(c ClaimInfo, markers MarkerEpochs, last int64, r outputRecord) bool {
-	switch {
-	case r.producerID != c.ProducerID:
-		return v.dataAt < 0 && r.timestamp > last // nothing of the transaction here
-	case v.dataAt < 0 && !r.control && r.epoch == c.Epoch:
-		v.dataAt = r.offset
-	case v.dataAt < 0 && r.epoch > c.Epoch:
-		// The producer moved on here without writing at c.Epoch
-		// first; it cannot write a lower epoch later.
-		return true
-	case v.dataAt >= 0 && r.control:
-		commit, ok := parseMarker(r.key)
-		if !ok {
-			return false
-		}
-		own := int32(r.epoch) == int32(c.Epoch)+1 || markers == MarkersAtSameOrNextEpoch && r.epoch == c.Epoch
-		if !own {
-			v.continued = true // a later transaction's marker: this one's was lost here
-			return false
-		}
-		v.marker, v.markerAt, v.epoch = 0, r.offset, r.epoch
-		if commit {
-			v.marker = 1
-		}
-		return true
-	case v.dataAt >= 0 && r.epoch > c.Epoch:
-		v.continued = true
-	}
-	return false
 }
 
 // reread fills in the epoch and time of a claim restored from an old
