@@ -240,6 +240,13 @@ func (l *Ledger) scanOutputs(ctx context.Context, c ClaimInfo, assign map[string
 					finish(v)
 				}
 			case v.dataAt >= 0 && r.ProducerEpoch > c.Epoch:
+				// The broker lost this transaction's marker here.
+				// Its records stay in the producer's open span, and
+				// the producer's next marker in this partition ends
+				// the whole span: read_committed readers see them
+				// with that marker's outcome, so that marker is the
+				// verdict of this partition (see judge's callers:
+				// every partition must agree).
 				v.continued = true
 			}
 		})
