@@ -503,14 +503,7 @@ func (c *checker) cluster(ctx context.Context) {
 // its batch expire.
 func (c *checker) lockDuration(ctx context.Context) {
 	const check = "lock duration"
-	ms, from := 0, ""
-	if v, ok := c.p.Source.GroupConfigs[relay.GroupLockDuration]; ok && c.managed() {
-		ms, from = atoi(v), "source.group_configs"
-	} else if v := atoi(c.groupConfigs[relay.GroupLockDuration]); v > 0 {
-		ms, from = v, "the group's config"
-	} else if v := atoi(brokerConfig(ctx, c.cl, "group.share.record.lock.duration.ms")); v > 0 {
-		ms, from = v, "the broker's group.share.record.lock.duration.ms"
-	}
+	ms, from := c.groupSetting(ctx, relay.GroupLockDuration, "group.share.record.lock.duration.ms")
 	if ms <= 0 {
 		c.rep.add(Warn, check, "unknown (neither the group's configs nor the broker's are readable); output.transaction_timeout %s must stay below it", c.p.Output.TransactionTimeout)
 		return
@@ -526,20 +519,31 @@ func (c *checker) lockDuration(ctx context.Context) {
 	}
 }
 
+// groupSetting returns a share group setting the relay will run with, and
+// where it comes from: the pipeline's group_configs (when the relay manages
+// them), else the group's config, else the broker's default (brokerKey);
+// 0 when none is readable.
+func (c *checker) groupSetting(ctx context.Context, key, brokerKey string) (int, string) {
+	if v, ok := c.p.Source.GroupConfigs[key]; ok && c.managed() {
+		return atoi(v), "source.group_configs"
+	}
+	if v := atoi(c.groupConfigs[key]); v > 0 {
+		return v, "the group's config"
+	}
+	if v := atoi(brokerConfig(ctx, c.cl, brokerKey)); v > 0 {
+		return v, "the broker's " + brokerKey
+	}
+	return 0, ""
+}
+
 // deadLetterSpares checks that the group's delivery limit leaves two
 // deliveries after the relay's attempts: one crash can cost a record two
 // (config.DefaultMaxAttempts), and with fewer spares the broker may
 // archive a failing record without its dead letter.
 func (c *checker) deadLetterSpares(ctx context.Context) {
 	const check = "dead-letter spares"
-	limit, from := 0, ""
-	if v, ok := c.p.Source.GroupConfigs[relay.GroupDeliveryCountLimit]; ok && c.managed() {
-		limit, from = atoi(v), "source.group_configs"
-	} else if v := atoi(c.groupConfigs[relay.GroupDeliveryCountLimit]); v > 0 {
-		limit, from = v, "the group's config"
-	} else if v := atoi(brokerConfig(ctx, c.cl, "group.share.delivery.count.limit")); v > 0 {
-		limit, from = v, "the broker's group.share.delivery.count.limit"
-	} else {
+	limit, from := c.groupSetting(ctx, relay.GroupDeliveryCountLimit, "group.share.delivery.count.limit")
+	if limit <= 0 {
 		limit, from = 5, "Kafka's default"
 	}
 	attempts := c.p.DeadLetter.MaxAttempts
