@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/integration/harness"
+	"github.com/sharerelay/sharerelay/internal/failpoint"
 	"github.com/sharerelay/sharerelay/integration/kafkatest"
 	"github.com/sharerelay/sharerelay/lineage"
 )
@@ -126,12 +128,19 @@ type ghost struct {
 	cl      *kgo.Client
 	p       *harness.Pipeline
 	ledger  string
+	txnID   string
 	topicID [16]byte
 }
 
 func newGhost(t *testing.T, p *harness.Pipeline, ledger string) *ghost {
+	return newGhostAs(t, p, ledger, "sharerelay-"+p.Name+"-ghost-0")
+}
+
+// newGhostAs is a ghost with transactional id txnID (a relay worker's, to
+// leave a transaction of the worker's own producer id behind).
+func newGhostAs(t *testing.T, p *harness.Pipeline, ledger, txnID string) *ghost {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Seeds...), kgo.TransactionalID("sharerelay-"+p.Name+"-ghost-0"),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Seeds...), kgo.TransactionalID(txnID),
 		kgo.TransactionTimeout(60*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +152,7 @@ func newGhost(t *testing.T, p *harness.Pipeline, ledger string) *ghost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &ghost{t: t, cl: cl, p: p, ledger: ledger, topicID: td[p.Source].ID}
+	return &ghost{t: t, cl: cl, p: p, ledger: ledger, txnID: txnID, topicID: td[p.Source].ID}
 }
 
 // write opens a transaction and writes a claim of source offsets
@@ -161,7 +170,7 @@ func (g *ghost) write(first, last int64) (int64, int16) {
 	}
 	claim, err := eos.NewClaimRecord(g.ledger, &eos.Claim{
 		Topic: g.p.Source, TopicID: g.topicID, Partition: 0, Ranges: []eos.Range{{First: first, Last: last}},
-		TxnID: "sharerelay-" + g.p.Name + "-ghost-0", ProducerID: pid, Epoch: epoch,
+		TxnID: g.txnID, ProducerID: pid, Epoch: epoch,
 		Outputs: []string{g.p.Output}, At: time.Now().UnixMilli(),
 	})
 	if err != nil {
@@ -327,4 +336,134 @@ func TestRealBrokerClaimWhoseLedgerMarkerWasLost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRealBrokerOpenSpanOfTheRelaysOwnProducerIdIsNotContinued is the
+// broker-kill chaos duplicate (issue 11) on a real broker: a transaction of
+// a worker's own producer id aborts while its output partition has no
+// leader, so that partition keeps the transaction open (the coordinator
+// skips its marker). The worker restarts with the same transactional id.
+// Kafka keeps unmarked records in the producer id's open span, so the
+// worker's next transaction in that partition would end them with its own
+// COMMIT: the aborted records become visible, duplicates. The first subtest
+// skips the relay's check (failpoint) and must see those duplicates —
+// the fault is real; the second shows the worker holds its records,
+// reports the hanging transaction, and goes on once it is completed,
+// exactly once.
+func TestRealBrokerOpenSpanOfTheRelaysOwnProducerIdIsNotContinued(t *testing.T) {
+	c := startTwoNodes(t)
+	for _, tc := range []struct {
+		name  string
+		check bool
+	}{
+		{"without the check the aborted records become visible", false},
+		{"with the check the worker holds its records until the span is closed", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPipe(t, c.seeds, harness.PipelineOptions{Partitions: 1, Workers: 1, OnBroker: 1, OutputOnBroker: 2})
+			ledger := p.Ledger
+			createTopics(t, c.seeds,
+				harness.Topic{Name: ledger, Partitions: 1, Broker: 1, Configs: map[string]string{"cleanup.policy": "delete"}},
+				harness.Topic{Name: ledger + ".snapshots", Partitions: 1, Broker: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
+			seedOrders(t, p, 1, 200) // source offsets 0..199
+
+			// Worker 0 of instance r1, both of its producers.
+			worker := "sharerelay-" + p.Name + "-r1-0"
+			var ghosts []*ghost
+			var pids []int64
+			for _, id := range []string{worker, worker + ".1"} {
+				g := newGhostAs(t, p, ledger, id)
+				pid, _ := g.write(0, 99)
+				ghosts, pids = append(ghosts, g), append(pids, pid)
+			}
+			if err := c.n2.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			c.waitLeader(t, p.Output, -1)
+			for _, g := range ghosts {
+				g.end(false) // the coordinator skips the leaderless output partitions
+				g.cl.Close()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			if err := c.n2.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			c.waitLeader(t, p.Output, 2)
+			hanging := openTxnsOf(t, c.seeds, p.Output, pids)
+			if len(hanging) == 0 {
+				t.Fatal("no transaction of the worker's producer ids is open on the output: the broker delivered the markers this time")
+			}
+			t.Logf("left open on %s: %d partition spans", p.Output, len(hanging))
+
+			var env []string
+			if !tc.check {
+				env = append(env, failpoint.EnvVar+"="+failpoint.SkipSpanCheck+"=error")
+			}
+			r := startRelay(t, p, "r1", env...)
+			if !tc.check {
+				o := settled(t, p, 200, 2*time.Minute)
+				if d := o.Jobs.Duplicates(); len(d) == 0 {
+					t.Fatalf("no duplicate without the check (%v): the worker's transaction did not continue the open span", o)
+				}
+				t.Logf("without the check: %v", o)
+				return
+			}
+			deadline := time.Now().Add(90 * time.Second)
+			for !strings.Contains(r.LogTail(1<<20), "hanging transaction") {
+				if time.Now().After(deadline) {
+					t.Fatal("the relay did not report the hanging transaction within 90s")
+				}
+				time.Sleep(500 * time.Millisecond)
+			}
+			// Held, not continued: the spans are still open.
+			time.Sleep(3 * time.Second)
+			if still := openTxnsOf(t, c.seeds, p.Output, pids); len(still) != len(hanging) {
+				t.Fatalf("open spans changed while the worker was holding: %v, then %v", hanging, still)
+			}
+			// The operator's repair: the coordinator's decision (abort),
+			// at the epoch its markers carry.
+			cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
+			defer ccancel()
+			acl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer acl.Close()
+			if err := harness.CompleteHanging(cctx, kadm.NewClient(acl), hanging); err != nil {
+				t.Fatal(err)
+			}
+			o := settled(t, p, 200, 2*time.Minute)
+			exactlyOnce(t, o, 200, 0)
+		})
+	}
+}
+
+// openTxnsOf lists the transactions of producer ids pids open on topic,
+// as aborts to complete.
+func openTxnsOf(t *testing.T, seeds []string, topic string, pids []int64) []harness.HangingTxn {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ts := kadm.TopicsSet{}
+	ts.Add(topic)
+	dp, err := kadm.NewClient(cl).DescribeProducers(ctx, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hs []harness.HangingTxn
+	for _, part := range dp.SortedPartitions() {
+		for _, pid := range pids {
+			if st, ok := part.ActiveProducers[pid]; ok && st.CurrentTxnStartOffset >= 0 {
+				hs = append(hs, harness.HangingTxn{Topic: topic, Partition: part.Partition, ProducerID: pid, Epoch: st.ProducerEpoch,
+					CoordinatorEpoch: st.CoordinatorEpoch, Since: st.CurrentTxnStartOffset, Verdict: "ABORT", Why: "the test aborted it"})
+			}
+		}
+	}
+	return hs
 }

@@ -51,8 +51,12 @@ type Metrics struct {
 	AlreadyCommitted *prometheus.CounterVec
 	ClaimConflicts   *prometheus.CounterVec
 	ProducerResets   *prometheus.CounterVec
-	InvariantBreaks  prometheus.Counter
-	WorkersRunning   prometheus.Gauge
+	// HangingSpans counts checks that found a transaction of a worker's
+	// producer id left open by a lost marker (the worker holds its
+	// records until it is completed).
+	HangingSpans    *prometheus.CounterVec
+	InvariantBreaks prometheus.Counter
+	WorkersRunning  prometheus.Gauge
 
 	// Everyday failures: what could not be written, and why the relay
 	// waits.
@@ -116,6 +120,7 @@ func New(reg prometheus.Registerer, pipeline string) *Metrics {
 		Transactions:     counter("transactions_total", "Transactions ended, by outcome.", "worker", "outcome"),
 		AlreadyCommitted: counter("already_committed_total", "Records accepted without processing because the claim ledger shows them committed (exactly-once only).", "worker"),
 		ProducerResets:   counter("producer_resets_total", "Transactional producers replaced after a fatal error (they could no longer begin or abort transactions).", "worker"),
+		HangingSpans:     counter("hanging_transactions_total", "Checks that found a transaction of the worker's producer id open in a partition it writes after the broker lost its marker; the worker holds its records until an operator completes it (see docs/exactly-once.md).", "worker"),
 		ClaimConflicts:   counter("claim_conflicts_total", "Records dropped from a transaction because an earlier claim committed them (exactly-once only).", "worker"),
 		BatchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "sharerelay", Name: "batch_duration_seconds", ConstLabels: c,

@@ -58,6 +58,18 @@ func (d *disruptions) OnBrokerE2E(_ kgo.BrokerMetadata, _ int16, e2e kgo.BrokerE
 
 func (d *disruptions) note() { d.last.Store(time.Now().UnixNano()) }
 
+// at returns when the last disruption happened (the zero time if never,
+// or for a nil d).
+func (d *disruptions) at() time.Time {
+	if d == nil {
+		return time.Time{}
+	}
+	if last := d.last.Load(); last != 0 {
+		return time.Unix(0, last)
+	}
+	return time.Time{}
+}
+
 // recent reports whether a disruption happened within d of now.
 func (d *disruptions) recent(now time.Time, within time.Duration) bool {
 	last := d.last.Load()

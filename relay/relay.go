@@ -584,9 +584,13 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		clients = append(clients, cons)
 	}
 	src := newShareSource(clients, r.p.Batch.MaxRecords, func(n int) { r.m.InvariantBreaks.Add(float64(n)) })
+	spans := r.p.OutputTopics()
+	if r.p.Delivery == config.ExactlyOnce {
+		spans = append(spans, r.p.Ledger.Topic)
+	}
 	w := &worker{
 		id: i, label: label, pipeline: r.p.Name,
-		outputTopic: r.p.Output.Topic, dlqTopic: r.p.DeadLetter.Topic, writes: r.p.OutputTopics(),
+		outputTopic: r.p.Output.Topic, dlqTopic: r.p.DeadLetter.Topic, writes: r.p.OutputTopics(), spans: spans,
 		limits: &r.limits, txnTimeout: r.p.Output.TransactionTimeout, pollTimeout: r.p.Batch.PollTimeout,
 		topicIDs: topicIDs, renewEvery: r.renewEvery(),
 		src: src, most: r.p.Batch.Consumers * r.p.Batch.MaxRecords, concurrency: r.p.Batch.TransformConcurrency,

@@ -90,7 +90,31 @@ type Producer struct {
 	closer sync.Once
 	// maxBatch is Config.MaxBatchBytes (0: franz-go's default).
 	maxBatch int32
+	// unchecked is set while a transaction of this producer id may have
+	// ended without its marker in every partition it wrote (see
+	// Unchecked); checked is when MarkChecked last cleared it.
+	unchecked bool
+	checked   time.Time
 }
+
+// Unchecked reports whether the partitions this producer writes must be
+// checked for a transaction of its producer id left open before the next
+// transaction begins: a single-node broker killed while it writes
+// transaction markers can lose one partition's marker, and the producer
+// id's next transaction in that partition would then end the old records
+// with its own marker (Kafka keeps them in the producer's open span), so
+// records of an aborted transaction could become visible, or those of a
+// committed one be aborted. It is true for a new producer, after a
+// transaction that did not end committed or an abort that failed, and
+// when the worker's clients met a broker failure (disruptedAt) since the
+// last check. Always false without transactions.
+func (p *Producer) Unchecked(disruptedAt time.Time) bool {
+	return p.txn && (p.unchecked || p.checked.Before(disruptedAt))
+}
+
+// MarkChecked records that no transaction of the producer id is open in
+// the partitions it writes.
+func (p *Producer) MarkChecked() { p.unchecked, p.checked = false, time.Now() }
 
 // MaxBatchBytes is the largest record batch the client builds
 // (Config.MaxBatchBytes; 0 when franz-go's default applies): it splits a
@@ -126,7 +150,7 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("txn: creating producer %s: %w", cfg.TransactionalID, err)
 	}
-	p := &Producer{cl: cl, txnID: cfg.TransactionalID, txn: !cfg.Idempotent, maxBatch: cfg.MaxBatchBytes}
+	p := &Producer{cl: cl, txnID: cfg.TransactionalID, txn: !cfg.Idempotent, maxBatch: cfg.MaxBatchBytes, unchecked: true}
 	if _, _, err := p.ProducerID(ctx); err != nil {
 		cl.Close()
 		return nil, err
@@ -248,7 +272,12 @@ func (p *Producer) Produce(ctx context.Context, recs ...*kgo.Record) error {
 // of its outcome. Whenever the outcome is not Committed the producer is left
 // ready for a new transaction (aborted or healed), unless the error wraps
 // ErrFenced.
-func (p *Producer) Commit(ctx context.Context) (Outcome, error) {
+func (p *Producer) Commit(ctx context.Context) (o Outcome, err error) {
+	defer func() {
+		if o != Committed {
+			p.unchecked = true
+		}
+	}()
 	if !p.txn {
 		// Every record was acknowledged by Produce already.
 		if err := p.cl.Flush(ctx); err != nil {
@@ -266,7 +295,7 @@ func (p *Producer) Commit(ctx context.Context) (Outcome, error) {
 	if err := p.cl.Flush(ctx); err != nil {
 		return NotCommitted, errors.Join(fmt.Errorf("txn: flush before commit: %w", err), p.Abort(ctx))
 	}
-	err := p.cl.EndTransaction(ctx, kgo.TryCommit)
+	err = p.cl.EndTransaction(ctx, kgo.TryCommit)
 	if err == nil {
 		// Tests lose the answer of a commit that succeeded here, the
 		// way a dropped EndTxn response does.
@@ -306,6 +335,7 @@ func (p *Producer) Abort(ctx context.Context) error {
 		return nil
 	}
 	if err := p.cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		p.unchecked = true
 		if isFenced(err) {
 			return fmt.Errorf("txn: abort: %w: %w", ErrFenced, err)
 		}

@@ -402,7 +402,7 @@ func (s *scenario) quiesce(d time.Duration) {
 		// Nothing left to do but transactions stay open: markers Kafka
 		// dropped after a broker crash (see doc.go).
 		switch {
-		case lastLag != 0 || len(lastOpen) == 0:
+		case len(lastOpen) == 0:
 			openSince = time.Time{}
 		case openSince.IsZero():
 			openSince = time.Now()

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,6 +49,9 @@ type PipelineOptions struct {
 	// OnBroker places every topic of the pipeline on the broker with this
 	// node id; 0 (default) lets the controller choose.
 	OnBroker int32
+	// OutputOnBroker places the output topic on this broker instead
+	// (default OnBroker).
+	OutputOnBroker int32
 	// MaxRecords is batch.max_records (default 50).
 	MaxRecords int
 	// PollTimeout is batch.poll_timeout (default 500ms).
@@ -115,7 +119,7 @@ func NewPipeline(ctx context.Context, o PipelineOptions) (*Pipeline, error) {
 	}
 	err = CreateTopics(ctx, o.Seeds,
 		Topic{Name: p.Source, Partitions: o.Partitions, Broker: o.OnBroker},
-		Topic{Name: p.Output, Partitions: OutputPartitions, Broker: o.OnBroker},
+		Topic{Name: p.Output, Partitions: OutputPartitions, Broker: cmp.Or(o.OutputOnBroker, o.OnBroker)},
 		Topic{Name: p.DeadLetter, Partitions: DeadLetterPartitions, Broker: o.OnBroker})
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %s: %w", p.Name, err)

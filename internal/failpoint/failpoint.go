@@ -51,6 +51,10 @@ const (
 	// ReplayAfterCommit: a dead-letter replay's chunk committed; the
 	// replay has not read on.
 	ReplayAfterCommit = "dlq-replay-after-commit"
+	// SkipSpanCheck: with "error", a worker begins its transaction
+	// without checking for one of its producer id left open by a lost
+	// marker (tests show what the check prevents).
+	SkipSpanCheck = "skip-span-check"
 )
 
 // ErrInjected is returned by Hit for the "error" action.
