@@ -17,8 +17,8 @@ import (
 	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/integration/harness"
-	"github.com/sharerelay/sharerelay/internal/failpoint"
 	"github.com/sharerelay/sharerelay/integration/kafkatest"
+	"github.com/sharerelay/sharerelay/internal/failpoint"
 	"github.com/sharerelay/sharerelay/lineage"
 )
 

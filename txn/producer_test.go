@@ -52,3 +52,67 @@ func TestExtraOptionsTuneTheProducerButCannotWeakenItsGuarantees(t *testing.T) {
 		t.Error("a producer without idempotence was created")
 	}
 }
+
+// TestUncheckedAfterAnythingThatCouldHaveLostAMarker: the worker checks the
+// partitions it writes for a transaction of its producer id left open
+// (relay's checkSpans) whenever Unchecked says so.
+func TestUncheckedAfterAnythingThatCouldHaveLostAMarker(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := New(ctx, Config{Seeds: c.ListenAddrs(), TransactionalID: "u-0", TransactionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if !p.Unchecked(time.Time{}) {
+		t.Fatal("a new producer is checked")
+	}
+	p.MarkChecked()
+	if p.Unchecked(time.Time{}) {
+		t.Fatal("unchecked right after MarkChecked")
+	}
+	if !p.Unchecked(time.Now().Add(time.Second)) {
+		t.Fatal("checked although a broker failure came after the check")
+	}
+	commit := func() Outcome {
+		t.Helper()
+		if err := p.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Produce(ctx, &kgo.Record{Topic: "out", Value: []byte("v")}); err != nil {
+			t.Fatal(err)
+		}
+		o, _ := p.Commit(ctx)
+		return o
+	}
+	if o := commit(); o != Committed || p.Unchecked(time.Time{}) {
+		t.Fatalf("a committed transaction: outcome %v, unchecked %v; want committed, still checked", o, p.Unchecked(time.Time{}))
+	}
+	// A commit that cannot be sent (the context is over) does not end
+	// committed.
+	if err := p.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Produce(ctx, &kgo.Record{Topic: "out", Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	dead, stop := context.WithCancel(ctx)
+	stop()
+	if o, _ := p.Commit(dead); o == Committed || !p.Unchecked(time.Time{}) {
+		t.Fatalf("outcome %v, unchecked %v; want not committed and unchecked", o, p.Unchecked(time.Time{}))
+	}
+
+	idem, err := New(ctx, Config{Seeds: c.ListenAddrs(), TransactionalID: "u-1", Idempotent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idem.Close()
+	if idem.Unchecked(time.Now()) {
+		t.Fatal("a producer without transactions has nothing to check")
+	}
+}

@@ -399,8 +399,9 @@ func (s *scenario) quiesce(d time.Duration) {
 		} else {
 			stable = 0
 		}
-		// Nothing left to do but transactions stay open: markers Kafka
-		// dropped after a broker crash (see doc.go).
+		// Transactions stay open: markers Kafka dropped after a broker
+		// crash (see doc.go). Lag may stay too: a worker whose own
+		// producer id hangs holds its records until it is completed.
 		switch {
 		case len(lastOpen) == 0:
 			openSince = time.Time{}
