@@ -443,6 +443,11 @@ func (w *worker) write(ctx context.Context, b *batch, plans []plan, srcs []eos.S
 	w.phase(metrics.PhaseProduce, produced)
 	if err != nil {
 		aerr := w.abort(tctx)
+		// Whatever the client still holds of this attempt must not
+		// join the next transaction: a fresh producer (a new epoch)
+		// starts with nothing buffered and ends whatever the broker
+		// may still have open at this one.
+		w.stale = true
 		var we *txn.WriteError
 		if errors.As(err, &we) {
 			rej := map[int]error{}
@@ -541,6 +546,10 @@ func (w *worker) write(ctx context.Context, b *batch, plans []plan, srcs []eos.S
 	w.m.Transactions.WithLabelValues(w.label, metrics.TxnAborted).Inc()
 	if errors.Is(err, txn.ErrFenced) {
 		return outcome{kind: fenced, err: err}
+	}
+	if errors.Is(err, txn.ErrExtraRecords) {
+		w.m.InvariantBreaks.Inc()
+		w.log.Error("the brokers acknowledged more records in the transaction than the worker produced; aborted it rather than commit duplicates", "records", len(pending), "err", err)
 	}
 	w.log.Warn("transaction not committed; releasing its records", "stage", "commit", "records", len(pending), "err", err)
 	// A refused commit can leave the client's transactional state

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -45,6 +46,13 @@ func (o Outcome) String() string {
 		return "unknown"
 	}
 }
+
+// ErrExtraRecords means the brokers acknowledged more records written in
+// the open transaction than Produce was given: the client sent some twice
+// (seen once in a broker-kill chaos run: one record batch holding a
+// transaction's 50 outputs twice). Commit aborts such a transaction
+// instead of committing the duplicates.
+var ErrExtraRecords = errors.New("the transaction holds more records than were produced in it")
 
 // ErrFenced means a newer producer with the same transactional id exists:
 // this worker is a zombie and must stop.
@@ -95,6 +103,19 @@ type Producer struct {
 	// Unchecked); checked is when MarkChecked last cleared it.
 	unchecked bool
 	checked   time.Time
+	// written counts the records the brokers acknowledged since Begin
+	// (a kgo hook), produced the records Produce was given since Begin.
+	written  *writtenCounter
+	produced int64
+}
+
+// writtenCounter counts the records of every batch a broker acknowledged.
+// kgo calls it from a goroutine after the batch's records are finished.
+type writtenCounter struct{ n atomic.Int64 }
+
+// OnProduceBatchWritten implements kgo.HookProduceBatchWritten.
+func (c *writtenCounter) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, _ int32, m kgo.ProduceBatchMetrics) {
+	c.n.Add(int64(m.NumRecords))
 }
 
 // Unchecked reports whether the partitions this producer writes must be
@@ -134,11 +155,13 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 		opts = append(opts, kgo.ClientID(cfg.ClientID))
 	}
 	opts = append(opts, cfg.Extra...)
+	written := &writtenCounter{}
 	// Enforced.
 	opts = append(opts,
 		kgo.SeedBrokers(cfg.Seeds...),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordRetries(10), // bounded: a stuck produce must fail the txn, not hang it
+		kgo.WithHooks(written),
 	)
 	if !cfg.Idempotent {
 		opts = append(opts, kgo.TransactionalID(cfg.TransactionalID), kgo.TransactionTimeout(cfg.TransactionTimeout))
@@ -150,7 +173,7 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("txn: creating producer %s: %w", cfg.TransactionalID, err)
 	}
-	p := &Producer{cl: cl, txnID: cfg.TransactionalID, txn: !cfg.Idempotent, maxBatch: cfg.MaxBatchBytes, unchecked: true}
+	p := &Producer{cl: cl, txnID: cfg.TransactionalID, txn: !cfg.Idempotent, maxBatch: cfg.MaxBatchBytes, unchecked: true, written: written}
 	if _, _, err := p.ProducerID(ctx); err != nil {
 		cl.Close()
 		return nil, err
@@ -183,6 +206,8 @@ func (p *Producer) Begin() error {
 	if !p.txn {
 		return nil
 	}
+	p.written.n.Store(0)
+	p.produced = 0
 	if err := p.cl.BeginTransaction(); err != nil {
 		if isFenced(err) {
 			return fmt.Errorf("txn: begin: %w: %w", ErrFenced, err)
@@ -235,6 +260,7 @@ func (p *Producer) Produce(ctx context.Context, recs ...*kgo.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
+	p.produced += int64(len(recs))
 	var (
 		mu     sync.Mutex
 		failed = map[int]error{}
@@ -295,6 +321,9 @@ func (p *Producer) Commit(ctx context.Context) (o Outcome, err error) {
 	if err := p.cl.Flush(ctx); err != nil {
 		return NotCommitted, errors.Join(fmt.Errorf("txn: flush before commit: %w", err), p.Abort(ctx))
 	}
+	if err := p.checkWritten(ctx); err != nil {
+		return NotCommitted, errors.Join(err, p.Abort(ctx))
+	}
 	err = p.cl.EndTransaction(ctx, kgo.TryCommit)
 	if err == nil {
 		// Tests lose the answer of a commit that succeeded here, the
@@ -324,6 +353,25 @@ func (p *Producer) Commit(ctx context.Context) (o Outcome, err error) {
 		return Unknown, fmt.Errorf("txn: commit outcome unknown: %w; %w: %w", err, ErrFenced, aerr)
 	}
 	return Unknown, fmt.Errorf("txn: commit outcome unknown: %w", err)
+}
+
+// checkWritten compares the records the brokers acknowledged in the open
+// transaction with those Produce was given. The hook that counts them runs
+// after the records' promises, so it is waited for briefly; a count still
+// short then is let through (nothing extra was seen), a count above is
+// ErrExtraRecords.
+func (p *Producer) checkWritten(ctx context.Context) error {
+	deadline := time.Now().Add(250 * time.Millisecond)
+	for {
+		n := p.written.n.Load()
+		switch {
+		case n > p.produced:
+			return fmt.Errorf("txn: %w: the brokers acknowledged %d records, %d were produced", ErrExtraRecords, n, p.produced)
+		case n == p.produced || time.Now().After(deadline) || ctx.Err() != nil:
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // Abort aborts the open transaction, dropping records not yet sent.

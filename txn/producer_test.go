@@ -2,6 +2,8 @@ package txn
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -114,5 +116,64 @@ func TestUncheckedAfterAnythingThatCouldHaveLostAMarker(t *testing.T) {
 	defer idem.Close()
 	if idem.Unchecked(time.Now()) {
 		t.Fatal("a producer without transactions has nothing to check")
+	}
+}
+
+// TestCommitAbortsATransactionHoldingRecordsNotProduced: records the client
+// wrote in the transaction behind Produce's back (here written directly on
+// the client; in a broker-kill chaos run, one batch holding the outputs
+// twice) make Commit abort instead of committing them.
+func TestCommitAbortsATransactionHoldingRecordsNotProduced(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := New(ctx, Config{Seeds: c.ListenAddrs(), TransactionalID: "x-0", TransactionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, extra := range []bool{false, true} {
+		if err := p.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Produce(ctx, &kgo.Record{Topic: "out", Value: []byte("once")}); err != nil {
+			t.Fatal(err)
+		}
+		if extra {
+			if err := p.Client().ProduceSync(ctx, &kgo.Record{Topic: "out", Value: []byte("again")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o, err := p.Commit(ctx)
+		switch {
+		case !extra && o != Committed:
+			t.Fatalf("a transaction of exactly what was produced: %v, %v", o, err)
+		case extra && (o != NotCommitted || !errors.Is(err, ErrExtraRecords)):
+			t.Fatalf("a transaction holding a record not produced: %v, %v; want not committed with ErrExtraRecords", o, err)
+		}
+	}
+	// Only the first transaction is visible.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics("out"), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []string
+	for len(got) < 1 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %v before the deadline", got)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer pcancel()
+	cl.PollFetches(pctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	if fmt.Sprint(got) != "[once]" {
+		t.Fatalf("read_committed sees %v, want [once]", got)
 	}
 }
