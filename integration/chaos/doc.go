@@ -185,24 +185,44 @@
 // later epochs) but the markers to some partitions are dropped while the
 // restarted node waits for its previous registration to expire
 // (kafkatest's Kill documents it). Those partitions' last stable offset
-// then stays below the high watermark for good and read_committed readers
-// stall. A replicated cluster does not have this problem (markers go to the
-// new leaders); a single node does, so the harness handles it instead of
-// avoiding broker kills with transactions open: when lag is 0 and
-// transactions stay open for the transaction timeout + 15 s, it looks for
-// open transactions whose producer the coordinator shows at a later epoch
-// (after the relays stopped: any open transaction the coordinator does not
-// show as Ongoing or Prepare*), finds the marker the same transaction got
-// in the claim ledger partition — the coordinator's own decision — and
-// writes that marker to the stuck partitions with WriteTxnMarkers (what
+// then stays below the high watermark and read_committed readers stall. A
+// replicated cluster does not have this problem (markers go to the new
+// leaders); a single node does, so the harness plays the operator instead
+// of avoiding broker kills with transactions open: in the broker-crash
+// scenarios a janitor looks every 5 s for open transactions the
+// coordinator has finished (harness.FindHanging) and completes those seen
+// twice with the coordinator's own decision — its current state, or the
+// Prepare*/Complete* entry of that epoch in __transaction_state — written
+// with WriteTxnMarkers at the records' epoch + 1 (what
 // `kafka-transactions.sh abort` does, with the recorded outcome instead of
-// always ABORT; a transaction that never wrote its claim is aborted: the
-// relay commits nothing without one). It logs each one and counts them
-// ("hanging txns completed"). It never judges a transaction the ledger has
-// no marker for: that fails the scenario with the diagnosis. Note what
-// this shows: a hanging transaction whose ledger claim reads COMMIT has
-// outputs the relay considers done; an operator who "fixes" the stuck
-// partition the standard way (abort) loses them.
+// always ABORT). quiesce does the same when transactions stay open for the
+// transaction timeout + 15 s, lag or not, and after the relays stopped.
+// Each one is logged and counted ("hanging-txns"). A transaction it cannot
+// judge fails the scenario with the diagnosis.
+//
+// The relay does not wait for the janitor blindly: before a transaction on
+// a producer that may have lost a marker, a worker checks its partitions
+// for a transaction of its own producer id still open, and holds its
+// records until it is completed ("held" in the report,
+// sharerelay_hanging_transactions_total); otherwise its next transaction
+// there would end the old records with its own marker (docs/exactly-once.md).
+//
+// # Share partitions that stall
+//
+// Seen in BrokerKillDuringCommits on Kafka 4.3.1: after the broker
+// restarted, a source partition stopped delivering records while the
+// relays were idle and ready, no transaction was open, and thousands of
+// records waited: its share-partition start offset stayed put (55,105)
+// while every record up to 57,171 had been processed, so the in-flight
+// window reached the broker's cap on record locks (2,000 by default) and
+// nothing more was acquired. A broker restart (which reloads the share
+// partition from its persisted state) delivered the next record at
+// delivery count 1. The relay cannot move a share partition's start
+// offset; a replicated cluster reloads it when leadership moves. quiesce
+// therefore restarts the broker cleanly when the lag stays exactly the same
+// for 60 s with no transaction open (at most twice per scenario), after
+// logging the group's start offsets, and counts it ("share-stalls"). The
+// verdict is unchanged by it: every record must still come out exactly once.
 //
 // # Sizing
 //

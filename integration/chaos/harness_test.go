@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -380,6 +381,7 @@ func (s *scenario) quiesce(d time.Duration) {
 	var lastOpen []string
 	var lastErr error
 	var openSince time.Time
+	stallLag, stallSince, stallRestarts := int64(-1), time.Time{}, 0
 	for stable < 3 {
 		if time.Now().After(deadline) {
 			s.dumpState()
@@ -411,6 +413,19 @@ func (s *scenario) quiesce(d time.Duration) {
 			s.repairHanging(false)
 			openSince = time.Time{}
 		}
+		// Lag that does not move with no transaction open: a share
+		// partition the broker stopped delivering from (see doc.go,
+		// "Share partitions that stall"). A restart reloads it.
+		switch {
+		case !s.env.local || lastLag <= 0 || lastErr != nil || len(lastOpen) > 0:
+			stallLag = -1
+		case lastLag != stallLag:
+			stallLag, stallSince = lastLag, time.Now()
+		case time.Since(stallSince) > 60*time.Second && stallRestarts < 2:
+			s.restartStalledBroker(lastLag)
+			stallRestarts++
+			stallLag = -1
+		}
 		time.Sleep(time.Second)
 	}
 	s.stopRelays()
@@ -431,6 +446,31 @@ func (s *scenario) quiesce(d time.Duration) {
 			s.t.Fatalf("transactions still open after the relays stopped: %v %v", open, err)
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// restartStalledBroker logs the share group's offsets (the evidence of a
+// stalled share partition: its start offset does not move while records
+// past it wait) and restarts the broker cleanly, which reloads the share
+// partitions; it is counted in the report.
+func (s *scenario) restartStalledBroker(lag int64) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	o, err := s.adm.DescribeShareGroupOffsets(ctx, s.p.Group)
+	cancel()
+	var parts []string
+	for _, g := range o {
+		for t, ps := range g.Offsets {
+			for p, off := range ps {
+				parts = append(parts, fmt.Sprintf("%s[%d] start %d lag %d", t, p, off.StartOffset, off.Lag))
+			}
+		}
+	}
+	sort.Strings(parts)
+	s.t.Logf("share group stalled: lag %d unchanged for 60s, no transaction open (%v, %v); restarting the broker to reload its share partitions", lag, parts, err)
+	s.count(func(r *result) { r.ShareStalls++ })
+	if err := s.bounceBroker(false, 0); err != nil {
+		s.t.Fatalf("restarting the broker after a share-partition stall: %v", err)
 	}
 }
 

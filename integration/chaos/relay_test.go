@@ -388,6 +388,7 @@ func (s *scenario) collectMetrics() {
 	res.DeadLettersMetric = int(m["sharerelay_dead_letters_total"])
 	res.InvariantBreaks = int(m["sharerelay_invariant_violations_total"])
 	res.ProducerResets = int(m["sharerelay_producer_resets_total"])
+	res.HeldHanging = int(m["sharerelay_hanging_transactions_total"])
 	for _, r := range s.relays {
 		r.mu.Lock()
 		incs := append([]*incarnation{}, r.incs...)

@@ -34,6 +34,9 @@ type result struct {
 	Toxics         map[string]int `json:"network_faults"`
 	BrokerKills    int            `json:"broker_kill9"`
 	BrokerStops    int            `json:"broker_clean_restarts"`
+	// ShareStalls counts broker restarts the harness made to reload a
+	// share partition that stopped delivering records (see doc.go).
+	ShareStalls int `json:"share_partition_stalls"`
 	// HangingTxns counts transactions whose markers the single-node
 	// broker dropped after a crash, completed by the harness (doc.go).
 	HangingTxns int `json:"hanging_txns_completed"`
@@ -62,6 +65,10 @@ type result struct {
 	DeadLettersMetric  int `json:"dead_letters_metric"`
 	InvariantBreaks    int `json:"invariant_violations"`
 	ProducerResets     int `json:"producer_resets"`
+	// HeldHanging counts the relays' checks that found a transaction of
+	// their own producer id left open and held their records
+	// (sharerelay_hanging_transactions_total).
+	HeldHanging int `json:"held_behind_own_hanging_txn"`
 
 	ReaderRecords    int `json:"reader_records"`
 	ReaderDuplicates int `json:"reader_duplicates"`
@@ -111,9 +118,9 @@ func (r *result) toxicsString() string {
 
 // line is the one-line summary logged per scenario.
 func (r *result) line() string {
-	return fmt.Sprintf("CHAOS %s seed=%d %s records=%d relays=%dx%d | kills=%d failpoint-kills=%d sigterms=%d sigstops=%d network=[%s] broker-kill9=%d broker-restarts=%d hanging-txns=%d orphaned-claims=%d (settled %d committed, %d aborted; unsettled %d) relay-exits=%d processes=%d | polled=%d redeliveries=%d txn committed=%d aborted=%d unknown=%d ambiguous=%d(committed %d) producer-resets=%d ack-errors=%d claim-conflicts=%d already-committed=%d | output=%d dead-letters=%d aborted-records=%d reader=%d (dups %d) | %s | %s",
+	return fmt.Sprintf("CHAOS %s seed=%d %s records=%d relays=%dx%d | kills=%d failpoint-kills=%d sigterms=%d sigstops=%d network=[%s] broker-kill9=%d broker-restarts=%d (share-stalls %d) hanging-txns=%d (held %d) orphaned-claims=%d (settled %d committed, %d aborted; unsettled %d) relay-exits=%d processes=%d | polled=%d redeliveries=%d txn committed=%d aborted=%d unknown=%d ambiguous=%d(committed %d) producer-resets=%d ack-errors=%d claim-conflicts=%d already-committed=%d | output=%d dead-letters=%d aborted-records=%d reader=%d (dups %d) | %s | %s",
 		r.Scenario, r.Seed, r.Delivery, r.Records, r.Relays, r.Workers,
-		r.Kills, r.FailpointKills, r.Terms, r.Pauses, r.toxicsString(), r.BrokerKills, r.BrokerStops, r.HangingTxns,
+		r.Kills, r.FailpointKills, r.Terms, r.Pauses, r.toxicsString(), r.BrokerKills, r.BrokerStops, r.ShareStalls, r.HangingTxns, r.HeldHanging,
 		r.OrphanedClaims, r.SettledCommitted, r.SettledAborted, r.UnsettledClaims, r.RelayExits, r.Incarnations,
 		r.Polled, r.Redeliveries, r.Committed, r.Aborted, r.Unknown, r.Ambiguous, r.AmbiguousCommitted, r.ProducerResets, r.AckErrors, r.ClaimConflicts, r.AlreadyCommitted,
 		r.Output, r.DeadLettered, r.AbortedRecords, r.ReaderRecords, r.ReaderDuplicates, r.Elapsed, r.Verdict)
@@ -154,14 +161,14 @@ func writeReport() {
 
 func markdown(rs []*result) string {
 	var b strings.Builder
-	b.WriteString("| scenario | seed | delivery | records | relays×workers | SIGKILL | failpoint kills | SIGTERM | SIGSTOP | network faults | broker kill -9 / clean | hanging txns completed | orphaned claims (settled C/A, unsettled) | relay exits | redeliveries | txn aborted | txn unknown | ambiguous commits | producer resets | ack errors | claim conflicts | aborted records | dead letters | time | verifier |\n")
+	b.WriteString("| scenario | seed | delivery | records | relays×workers | SIGKILL | failpoint kills | SIGTERM | SIGSTOP | network faults | broker kill -9 / clean | hanging txns completed (held) | orphaned claims (settled C/A, unsettled) | relay exits | redeliveries | txn aborted | txn unknown | ambiguous commits | producer resets | ack errors | claim conflicts | aborted records | dead letters | time | verifier |\n")
 	b.WriteString("|---|---:|---|---:|---|---:|---:|---:|---:|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	var total time.Duration
 	for _, r := range rs {
 		total += r.elapsed
-		fmt.Fprintf(&b, "| %s | %d | %s | %d | %d×%d | %d | %d | %d | %d | %s | %d / %d | %d | %d (%d/%d, %d) | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %d | %s | %d | %d×%d | %d | %d | %d | %d | %s | %d / %d | %d (%d) | %d (%d/%d, %d) | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s |\n",
 			r.Scenario, r.Seed, r.Delivery, r.Records, r.Relays, r.Workers, r.Kills, r.FailpointKills, r.Terms, r.Pauses,
-			r.toxicsString(), r.BrokerKills, r.BrokerStops, r.HangingTxns, r.OrphanedClaims, r.SettledCommitted, r.SettledAborted, r.UnsettledClaims, r.RelayExits, r.Redeliveries, r.Aborted, r.Unknown, r.Ambiguous, r.ProducerResets, r.AckErrors,
+			r.toxicsString(), r.BrokerKills, r.BrokerStops, r.HangingTxns, r.HeldHanging, r.OrphanedClaims, r.SettledCommitted, r.SettledAborted, r.UnsettledClaims, r.RelayExits, r.Redeliveries, r.Aborted, r.Unknown, r.Ambiguous, r.ProducerResets, r.AckErrors,
 			r.ClaimConflicts, r.AbortedRecords, r.DeadLettered, r.Elapsed, r.Verdict)
 	}
 	fmt.Fprintf(&b, "\nTotal scenario time: %s\n", total.Round(time.Second))
