@@ -69,7 +69,8 @@ lint:
 	$(GO) vet -tags testcontainers ./integration/kafkatest/
 
 # Throughput and latency side by side (raw share consume, hand-written
-# copier, relay at-least-once, relay exactly-once), then the restart time of
+# copier, relay at-least-once, relay exactly-once, a classic consumer-group
+# exactly-once copier), then the restart time of
 # a claim ledger with a million claims behind its snapshot.
 bench:
 	$(GO) run ./integration/cmd/bench $(BENCH_ARGS)

@@ -26,7 +26,9 @@ import (
 // maxErrorHeader bounds the error message copied into a dead letter.
 const maxErrorHeader = 4096
 
-// worker runs the loop of one share consumer and one transactional producer.
+// worker runs the loop of its share consumers (batch.consumers) and its
+// transactional producers (two under exactly-once, alternating; see
+// switchLane).
 type worker struct {
 	id          int
 	label       string // worker label value for metrics

@@ -170,6 +170,17 @@
 //     EndTxn answers, a 7 s stall before a commit), one on the network
 //     (resets, latency, blackhole, proxy down, EndTxn cuts) and the broker
 //     (kill -9 or clean restart, at most every 45 s).
+//  11. BrokerKillDuringCommits — 200k records in 50-record transactions
+//     under EndTxn cuts, and the broker killed -9 four times while markers
+//     are in flight: the lost-marker class of issue 11, on every CI run.
+//  12. Oversized — every 40th record too large for the output topic, with
+//     SIGKILLs: exactly those are dead-lettered (kind write), none burns
+//     deliveries.
+//  13. TopicChurn — the output topic deleted and recreated twice while
+//     the relays run: they pause and resume, exactly once across the
+//     topic's incarnations.
+//     (ZombieStalledCommit, a zombie frozen just before its commit, runs
+//     with scenario 5.)
 //
 // TestChaosVerifierCatchesDuplicates shows the verifier catches what it
 // claims: scenario 8's pipeline plus scenario 2's SIGKILLs, in
