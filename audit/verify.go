@@ -29,7 +29,8 @@ type VerifyConfig struct {
 	DeadLetter string
 	// Group is the share group, for its lag; empty skips the lag.
 	Group string
-	// AtMostOnce: the pipeline filters, so a source record may rightly
+	// AtMostOnce: the pipeline can drop records (transform.MayDrop: a
+	// filter, a split of an empty array), so a source record may rightly
 	// have no output; records without any are counted as Filtered, not
 	// Lost.
 	AtMostOnce bool

@@ -52,6 +52,18 @@ var Registry = map[string]func(Spec, Options) (Transform, error){
 	"delay":  newDelay,
 }
 
+// dropping are the built-ins that can turn a record into no record at
+// all: filter, and split of an empty array.
+var dropping = map[string]bool{"filter": true, "split": true}
+
+// MayDrop reports whether a chain of these steps can leave a source record
+// with no output (and no dead letter): such a pipeline is exactly-once as
+// "at most one output set per source record", which is how relay verify
+// must judge it.
+func MayDrop(specs []Spec) bool {
+	return slices.ContainsFunc(specs, func(s Spec) bool { return dropping[s.Type] })
+}
+
 // checkSpec validates s as a spec of type typ and compiles its When.
 func checkSpec(s Spec, typ string, o Options) (*matcher, error) {
 	if s.Type != typ {

@@ -332,3 +332,42 @@ func TestBuiltTransformIgnoresLaterSpecChanges(t *testing.T) {
 		t.Fatalf("got %q, %v; want the record dropped by the original condition", values(out), err)
 	}
 }
+
+func TestMayDropNamesTheStepsThatCanLeaveARecordWithoutOutput(t *testing.T) {
+	for _, tc := range []struct {
+		types []string
+		want  bool
+	}{
+		{nil, false},
+		{[]string{"set", "route", "copy", "fail"}, false},
+		{[]string{"set", "filter"}, true},
+		{[]string{"split", "copy"}, true},
+	} {
+		var specs []transform.Spec
+		for _, typ := range tc.types {
+			specs = append(specs, transform.Spec{Type: typ})
+		}
+		if got := transform.MayDrop(specs); got != tc.want {
+			t.Errorf("transform.MayDrop(%v) = %v, want %v", tc.types, got, tc.want)
+		}
+	}
+	// Every built-in that can return no record is listed: each type is
+	// run on a record for which it could drop, and must either keep a
+	// record or be named by MayDrop.
+	for typ, spec := range map[string]transform.Spec{
+		"filter": {Type: "filter", When: &transform.Condition{Expr: "true"}},
+		"split":  {Type: "split", Field: "lines"},
+		"route":  {Type: "route", Expr: `value.lines.map(x, "t")`, Topics: []string{"t"}},
+		"copy":   {Type: "copy", Topics: []string{"t"}},
+		"set":    {Type: "set", Field: "x", Value: 1},
+	} {
+		tr, err := transform.Build([]transform.Spec{spec})
+		if err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		out, err := tr.Apply(context.Background(), &transform.Record{Topic: "out", Value: []byte(`{"lines":[]}`)})
+		if err == nil && len(out) == 0 && !transform.MayDrop([]transform.Spec{spec}) {
+			t.Errorf("%s made no record of one, but MayDrop does not name it", typ)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -80,7 +79,6 @@ func VerifyConfigFor(p *config.Pipeline, clientOpts []kgo.Opt) audit.VerifyConfi
 			outputs = append(outputs, t)
 		}
 	}
-	filters := slices.ContainsFunc(p.Transforms, func(s transform.Spec) bool { return s.Type == "filter" })
 	var ledger string
 	if p.Delivery == config.ExactlyOnce {
 		ledger = p.Ledger.Topic
@@ -94,7 +92,7 @@ func VerifyConfigFor(p *config.Pipeline, clientOpts []kgo.Opt) audit.VerifyConfi
 		Outputs:         outputs,
 		DeadLetter:      p.DeadLetter.Topic,
 		Group:           p.Source.Group,
-		AtMostOnce:      filters,
+		AtMostOnce:      transform.MayDrop(p.Transforms),
 	}
 }
 
