@@ -97,6 +97,7 @@ func Check(ctx context.Context, p *config.Pipeline, clientOpts []kgo.Opt) *Repor
 	c.cluster(ctx)
 	c.lockDuration(ctx)
 	c.deadLetterSpares(ctx)
+	c.brokerDLQ()
 	return c.rep
 }
 
@@ -555,6 +556,28 @@ func (c *checker) deadLetterSpares(ctx context.Context) {
 		c.rep.add(OK, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries", attempts, limit, from, spare)
 	default:
 		c.rep.add(Warn, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries; a crash can cost a record two, and the broker then archives it without a dead letter (raise %s to %d)", attempts, limit, from, max(0, spare), relay.GroupDeliveryCountLimit, attempts+2)
+	}
+}
+
+// brokerDLQ judges dead_letter.ack against a broker-side dead-letter
+// queue on the group (KIP-1191), as the relay does at start
+// (relay.CheckBrokerDLQ).
+func (c *checker) brokerDLQ() {
+	const check = "broker-side dead-letter queue"
+	if c.groupConfigs == nil {
+		c.rep.add(Skipped, check, "the share group's configs could not be read")
+		return
+	}
+	note, warn, err := relay.CheckBrokerDLQ(c.p.DeadLetter, c.p.Source.Group, c.groupConfigs)
+	switch {
+	case err != nil:
+		c.rep.add(Fail, check, "%v", err)
+	case warn:
+		c.rep.add(Warn, check, "%s", note)
+	case note != "":
+		c.rep.add(OK, check, "%s", note)
+	default:
+		c.rep.add(OK, check, "none on share group %s (%s unset)", c.p.Source.Group, relay.GroupDLQTopic)
 	}
 }
 

@@ -9,10 +9,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/preflight"
+	"github.com/sharerelay/sharerelay/relay"
 )
 
 const relayPassword = "s3cret-relay-pw"
@@ -261,5 +263,49 @@ func TestAtLeastOnceNeedsNoLedger(t *testing.T) {
 		if strings.Contains(r.Check, "ledger") {
 			t.Errorf("%v: an at-least-once pipeline has no ledger", r)
 		}
+	}
+}
+
+// dead_letter.ack: reject on a group with a broker-side dead-letter queue
+// (KIP-1191) fails the check, as it stops the relay at start; with ack
+// accept that queue is named as the backstop.
+func TestRejectOnAGroupWithABrokerSideDLQFails(t *testing.T) {
+	f := newFixture(t)
+	f.grant(t, everything)
+	// kfake knows no group DLQ config: answer the group's DescribeConfigs
+	// as a Kafka 4.4 broker does for a group with one.
+	f.c.ControlKey(int16(kmsg.DescribeConfigs), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		f.c.KeepControl()
+		dreq := req.(*kmsg.DescribeConfigsRequest)
+		if len(dreq.Resources) != 1 || dreq.Resources[0].ResourceType != kmsg.ConfigResourceTypeGroupConfig {
+			return nil, nil, false
+		}
+		resp := dreq.ResponseKind().(*kmsg.DescribeConfigsResponse)
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, dreq.Resources[0].ResourceName
+		cfg := kmsg.NewDescribeConfigsResponseResourceConfig()
+		cfg.Name, cfg.Value, cfg.Source = relay.GroupDLQTopic, kmsg.StringPtr("g.broker-dlq"), kmsg.ConfigSourceGroupConfig
+		rr.Configs = append(rr.Configs, cfg)
+		resp.Resources = append(resp.Resources, rr)
+		return resp, nil, true
+	})
+	line := func(rep *preflight.Report) string {
+		for _, r := range rep.Results {
+			if r.Check == "broker-side dead-letter queue" {
+				return r.String()
+			}
+		}
+		return ""
+	}
+	p, opts := f.pipeline(relayPassword)
+	p.DeadLetter.Ack = config.DeadLetterReject
+	rep := check(t, p, opts)
+	if got := line(rep); !rep.Failed() || !strings.HasPrefix(got, "FAIL: broker-side dead-letter queue: dead_letter.ack: reject") || !strings.Contains(got, "g.broker-dlq") {
+		t.Errorf("ack reject: failed %v, line %q; want a FAIL naming the group's DLQ topic", rep.Failed(), got)
+	}
+	p.DeadLetter.Ack = config.DeadLetterAccept
+	rep = check(t, p, opts)
+	if got := line(rep); rep.Failed() || !strings.HasPrefix(got, "ok: broker-side dead-letter queue:") || !strings.Contains(got, "g.broker-dlq") {
+		t.Errorf("ack accept: failed %v, line %q; want ok naming the group's DLQ topic", rep.Failed(), got)
 	}
 }
