@@ -7,6 +7,7 @@ package integration
 // stop.
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -72,10 +73,20 @@ func waitHTTP(t *testing.T, addr, path string, code int, want string, d time.Dur
 // metric returns the sum of the samples of name (any labels) on addr.
 func metric(t *testing.T, addr, name string) float64 {
 	t.Helper()
+	return metricWhere(t, addr, name, "")
+}
+
+// metricWhere returns the sum of the samples of name on addr whose labels
+// contain label (e.g. `outcome="unknown"`; "" for all).
+func metricWhere(t *testing.T, addr, name, label string) float64 {
+	t.Helper()
 	_, body := get(addr, "/metrics")
 	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `(\{[^}]*\})? ([0-9.e+-]+)$`)
 	sum := 0.0
 	for _, m := range re.FindAllStringSubmatch(body, -1) {
+		if !strings.Contains(m[1], label) {
+			continue
+		}
 		v, _ := strconv.ParseFloat(m[2], 64)
 		sum += v
 	}
@@ -134,7 +145,7 @@ func deadLetterHeaders(t *testing.T, p *harness.Pipeline) []map[string]string {
 	for ctx.Err() == nil {
 		fs := cl.PollFetches(ctx)
 		fs.EachRecord(func(r *kgo.Record) {
-			h := map[string]string{"value.bytes": strconv.Itoa(len(r.Value))}
+			h := map[string]string{"value.bytes": strconv.Itoa(len(r.Value)), "key.null": strconv.FormatBool(r.Key == nil)}
 			for _, x := range r.Headers {
 				h[x.Key] = string(x.Value)
 			}
@@ -194,6 +205,55 @@ func TestRealBrokerRecordsTooLarge(t *testing.T) {
 		o := settled(t, p, 11, 2*time.Minute)
 		exactlyOnce(t, o, 11, 0)
 	})
+}
+
+// A compacted output topic refuses a whole record batch (INVALID_RECORD)
+// when one of its records has no key: the broker does not say which. The
+// relay must find the keyless records by writing the refused ones apart,
+// dead-letter only those (kind write, class INVALID_RECORD) and relay
+// every keyed record once, without spending a delivery.
+func TestRealBrokerABatchRefusedForOneRecordDeadLettersOnlyThatRecord(t *testing.T) {
+	seeds := seedsFor(t)
+	addr := metricsAddr(t)
+	const n, every = 600, 50
+	p := newPipe(t, seeds, harness.PipelineOptions{Workers: 1, MaxRecords: 200, MetricsListen: addr})
+	// One compacted output partition, so that keyless and keyed outputs
+	// always share record batches.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := harness.DeleteTopics(ctx, seeds, p.Output); err != nil {
+		t.Fatal(err)
+	}
+	createTopics(t, seeds, harness.Topic{Name: p.Output, Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
+	recs := make([]*kgo.Record, 0, n)
+	for i := 1; i <= n; i++ {
+		r := harness.Orders{Topic: p.Source}.Record(i)
+		if i%every == 0 {
+			r.Key = nil // refused by the compacted output topic
+		}
+		recs = append(recs, r)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+
+	startRelay(t, p, "r")
+	o := settled(t, p, n, 2*time.Minute)
+	exactlyOnce(t, o, n, n/every)
+	for _, h := range deadLetterHeaders(t, p) {
+		if h[lineage.HeaderDLQKind] != lineage.DLQKindWrite || h[lineage.HeaderDLQErrorClass] != "INVALID_RECORD" || h["key.null"] != "true" {
+			t.Errorf("dead letter of offset %s: kind %q, class %q, key null %s; want a keyless order's, of kind write, INVALID_RECORD",
+				h[lineage.HeaderDLQOffset], h[lineage.HeaderDLQKind], h[lineage.HeaderDLQErrorClass], h["key.null"])
+		}
+	}
+	if v := metric(t, addr, "sharerelay_redeliveries_total"); v != 0 {
+		t.Fatalf("redeliveries = %v: finding the refused records spent deliveries", v)
+	}
 }
 
 // The output topic deleted while the relay runs: the worker pauses (not
@@ -333,7 +393,7 @@ func TestRealBrokerBrokerDownWhileRunning(t *testing.T) {
 	p := newPipe(t, seeds, harness.PipelineOptions{Workers: 2, MaxRecords: 20, MetricsListen: addr, RenewLocks: true,
 		Transforms: `[{type: delay, duration: 2ms}]`})
 	seedOrders(t, p, 1, n)
-	startRelay(t, p, "r")
+	r := startRelay(t, p, "r")
 	waitFor(t, p, time.Minute, "progress", func(o outcome) bool { return o.Jobs.Records >= 300 })
 	if err := b.Stop(); err != nil {
 		t.Fatal(err)
@@ -342,6 +402,9 @@ func TestRealBrokerBrokerDownWhileRunning(t *testing.T) {
 	body := waitHTTP(t, addr, "/readyz", 503, "unavailable", 45*time.Second)
 	t.Logf("broker down: /readyz %s", strings.TrimSpace(body))
 	time.Sleep(max(0, outageFor()-time.Since(down)))
+	if paused, ready := metric(t, addr, "sharerelay_worker_paused"), metric(t, addr, "sharerelay_ready"); paused < 1 || ready != 0 {
+		t.Fatalf("during the outage: worker_paused %v, ready %v; want at least one worker paused, not ready", paused, ready)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := b.Start(ctx); err != nil {
@@ -351,6 +414,27 @@ func TestRealBrokerBrokerDownWhileRunning(t *testing.T) {
 	repairHanging(t, p)
 	waitHTTP(t, addr, "/readyz", 200, "ready", 2*time.Minute)
 	exactlyOnce(t, settled(t, p, n, 3*time.Minute), n, 0)
+	if paused, ready := metric(t, addr, "sharerelay_worker_paused"), metric(t, addr, "sharerelay_ready"); paused != 0 || ready != 1 {
+		t.Fatalf("after the outage: worker_paused %v, ready %v; want none paused, ready", paused, ready)
+	}
+	if v := metric(t, addr, "sharerelay_released_on_last_delivery_total"); v != 0 {
+		t.Fatalf("released_on_last_delivery = %v", v)
+	}
+	// The outage is logged when it starts, rate-limited while it lasts
+	// (a line per worker per 30 s, or when the cause changes), and when
+	// it ends.
+	log, err := os.ReadFile(r.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, still, resumed := bytes.Count(log, []byte("worker paused")), bytes.Count(log, []byte("worker still paused")), bytes.Count(log, []byte("worker resumed"))
+	if started < 1 || resumed < started {
+		t.Fatalf("log: %d 'worker paused', %d 'worker resumed'; want the outage's start and end for each paused worker", started, resumed)
+	}
+	if limit := 2 * 2 * (int(outageFor()/(30*time.Second)) + 10); still > limit {
+		t.Fatalf("log: %d 'worker still paused' lines in a %s outage; want at most %d (rate-limited)", still, outageFor(), limit)
+	}
+	t.Logf("log: %d 'worker paused', %d 'worker still paused', %d 'worker resumed' over a %s outage", started, still, resumed, outageFor())
 }
 
 // SIGTERM while a batch is in flight and the broker is dead: the relay

@@ -141,7 +141,7 @@ func TestAnUnresolvedBatchIsReleasedAndItsConsumerWaitsForIt(t *testing.T) {
 	}
 	defer cl.Close()
 	var unresolved int
-	src := newShareSource([]*kgo.Client{cl}, 100, func(n int) { unresolved += n })
+	src := newShareSource([]*kgo.Client{cl}, "g", 100, func(n int) { unresolved += n })
 	defer src.close()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -344,7 +344,9 @@ func seedBig(t *testing.T, c *kfake.Cluster, n, size int) {
 	v := make([]byte, size)
 	rand.Read(v)
 	v = fmt.Appendf(v[:0], `{"order_id":%d,"blob":"%x"}`, n, v[:size/2-30])
-	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "orders", Key: strconv.AppendInt(nil, int64(n), 10), Value: v}).FirstErr(); err != nil {
+	r := &kgo.Record{Topic: "orders", Key: strconv.AppendInt(nil, int64(n), 10), Value: v,
+		Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte("t-" + strconv.Itoa(n))}}}
+	if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -403,7 +405,8 @@ func TestARecordTooLargeForTheOutputTopicIsDeadLetteredNotRetried(t *testing.T) 
 }
 
 // A dead letter too large for the dead-letter topic is written without the
-// source value and headers, saying so, rather than lost.
+// source value, saying so, rather than lost; it keeps the source's key and
+// headers, its coordinates and the reason.
 func TestADeadLetterTooLargeForItsTopicIsWrittenCutDown(t *testing.T) {
 	c := fakeCluster(t)
 	setTopicConfig(t, c, "jobs", "max.message.bytes", "3000")
@@ -421,7 +424,8 @@ func TestADeadLetterTooLargeForItsTopicIsWrittenCutDown(t *testing.T) {
 	dl := deadLetters(t, c)[0]
 	h := headerMap(dl)
 	if len(dl.Value) != 0 || string(dl.Key) != "11" || h[lineage.HeaderDLQValueOmitted] == "" || h[lineage.HeaderDLQKind] != lineage.DLQKindWrite ||
-		h[lineage.HeaderSourceOffset] == "" || h[lineage.HeaderDLQErrorClass] != "MESSAGE_TOO_LARGE" {
+		h[lineage.HeaderSourceOffset] == "" || h[lineage.HeaderDLQErrorClass] != "MESSAGE_TOO_LARGE" ||
+		h["trace"] != "t-11" || h[lineage.HeaderDLQHeadersOmitted] != "" {
 		t.Fatalf("dead letter key %q (%d value bytes) headers %v", dl.Key, len(dl.Value), h)
 	}
 	if v := testutil.ToFloat64(r.Metrics().DeadLettersTruncated.WithLabelValues("0")) + testutil.ToFloat64(r.Metrics().DeadLettersTruncated.WithLabelValues("1")); v != 1 {
@@ -481,6 +485,11 @@ func TestFilteredRecordsLeaveNoHoleInTheLedger(t *testing.T) {
 	t.Logf("%d records, half filtered: %d source partitions, %d committed ranges, %d pending; snapshot %d bytes", n, stats.Partitions, stats.Ranges, stats.Pending, len(snap))
 	if stats.Ranges > 2*stats.Partitions {
 		t.Fatalf("%d committed ranges for %d source partitions: filtered records left holes", stats.Ranges, stats.Partitions)
+	}
+	// A hole per filtered record would be ~30 bytes each in the snapshot:
+	// at 4,000 records 60 KB, at a million 15 MB, near the 16 MiB cap.
+	if len(snap) > 4096 {
+		t.Fatalf("snapshot of %d bytes for %d records: it grows with history", len(snap), n)
 	}
 }
 

@@ -76,9 +76,6 @@ type worker struct {
 	// two (see switchLane). prod, guard, stale and newProducer are the
 	// current lane's.
 	spare *lane
-	// failures counts consecutive transactions that ended without a
-	// commit, for the backoff before the next poll.
-	failures int
 	// fencedAt is when the producer was last fenced (see fenced), and
 	// disrupt when its clients last failed to reach a broker
 	// (fencing.go); nil in tests that do not track it.
@@ -105,8 +102,8 @@ type plan struct {
 	outs       []*kgo.Record // outputs, or the single dead letter; none when filtered
 	deadLetter bool
 	// shrunk counts how far a dead letter too large for its topic has
-	// been cut down (0: whole; 1: source value and headers left out; 2:
-	// key left out too).
+	// been cut down (0: whole; 1: source value left out; 2: source
+	// headers too; 3: key too; see maxShrink).
 	shrunk int
 }
 
@@ -118,6 +115,7 @@ func (w *worker) run(ctx context.Context) error {
 	w.m.WorkersRunning.Inc()
 	defer w.m.WorkersRunning.Dec()
 	backoff := 100 * time.Millisecond
+	failures := 0 // batches in a row released after a transaction that did not commit
 	for ctx.Err() == nil {
 		// Never take records while unable to write them: a worker whose
 		// transactions fail at once would acquire and release records
@@ -129,8 +127,8 @@ func (w *worker) run(ctx context.Context) error {
 			}
 			break // shutting down
 		}
-		if w.failures > 0 {
-			sleepCtx(ctx, min(time.Duration(w.failures)*100*time.Millisecond, 2*time.Second))
+		if failures > 0 {
+			sleepCtx(ctx, min(time.Duration(failures)*100*time.Millisecond, 2*time.Second))
 			if ctx.Err() != nil {
 				break
 			}
@@ -153,17 +151,34 @@ func (w *worker) run(ctx context.Context) error {
 		if b.len() == 0 {
 			continue
 		}
-		if err := w.process(ctx, b); err != nil {
+		res, err := w.process(ctx, b)
+		if err != nil {
 			return err
+		}
+		switch res {
+		case batchDone:
+			failures = 0
+		case batchFailed:
+			failures++
 		}
 	}
 	return nil
 }
 
+// batchResult is how process ended a batch, for the backoff before the
+// next poll.
+type batchResult int8
+
+const (
+	batchDone    batchResult = iota // every record resolved by commits (or none to write)
+	batchFailed                     // a transaction did not commit: the rest was released
+	batchStopped                    // shutdown, a pause cut short, or a fenced producer
+)
+
 // process takes one batch from transform to acknowledgement: the record's
 // whole path. Every record of b has an acknowledgement chosen when it
 // returns, whatever happened.
-func (w *worker) process(ctx context.Context, b *batch) (err error) {
+func (w *worker) process(ctx context.Context, b *batch) (batchResult, error) {
 	start := w.now()
 	stopRenew := w.renewWhileInFlight(ctx, b)
 	defer func() {
@@ -212,24 +227,43 @@ func (w *worker) process(ctx context.Context, b *batch) (err error) {
 	}
 	w.phase(metrics.PhaseTransform, transformed)
 
-	// 3. Write the plans in transactions until every pending record is
-	// committed (accept), committed by an earlier transaction (accept),
-	// or released. A transaction takes what every topic it writes can
-	// take in one batch; an output too large for its topic on its own is
-	// dead-lettered without being tried. Whatever is still pending when
-	// the worker gives up is released: it comes back, and the ledger
-	// decides who writes it.
+	// 3. Write the plans in transactions.
+	return w.writeAll(ctx, b, plans, srcs, pending)
+}
+
+// writeAll writes the plans of pending in transactions until every one is
+// committed (accept), committed by an earlier transaction (accept), or
+// released. A transaction takes what every topic it writes can take in
+// one batch (fit); an output too large for its topic on its own is
+// dead-lettered without being tried. Whatever is still pending when the
+// worker gives up is released: it comes back, and the ledger decides who
+// writes it.
+//
+// suspects are groups of records the cluster refused together (it refuses
+// a whole record batch for one bad record, e.g. INVALID_RECORD for a
+// keyless record in a compacted topic, and does not say which): they are
+// written apart, halving each group that is refused again, until the
+// refused records are alone and can be dead-lettered.
+func (w *worker) writeAll(ctx context.Context, b *batch, plans []plan, srcs []eos.Source, pending []int) (batchResult, error) {
+	var suspects [][]int
 	defer func() {
 		for _, i := range pending {
 			b.set(i, kgo.AckRelease)
 		}
+		for _, g := range suspects {
+			for _, i := range g {
+				b.set(i, kgo.AckRelease)
+			}
+		}
 	}()
-	for len(pending) > 0 {
+	for len(pending) > 0 || len(suspects) > 0 {
+		if len(pending) == 0 {
+			pending, suspects = suspects[0], suspects[1:]
+		}
 		now, later := w.fit(b, plans, pending)
-		out := w.write(ctx, b, plans, srcs, now)
+		out := w.write(ctx, plans, srcs, now)
 		switch out.kind {
 		case committed:
-			w.failures = 0
 			w.health.fine(w.id)
 			w.countCommitted(plans, now)
 			_ = failpoint.Hit(failpoint.AfterCommitBeforeAck)
@@ -250,41 +284,63 @@ func (w *worker) process(ctx context.Context, b *batch) (err error) {
 			}
 			pending = append(out.rest, later...)
 		case rejected:
-			// Outputs the cluster refuses for good: dead-letter their
-			// source records (a dead letter too large is cut down).
-			for i, werr := range out.rejected {
-				plans[i] = w.rejectedPlan(b.recs[i], plans[i], werr)
+			// Outputs the cluster refuses for good. One source record
+			// refused is the culprit: dead-letter it (a dead letter too
+			// large is cut down) and write the same records again.
+			// Several refused together may be one culprit and its batch
+			// mates: write the others on, and the refused ones apart.
+			if len(out.rejected) == 1 {
+				for i, werr := range out.rejected {
+					plans[i] = w.rejectedPlan(b.recs[i], plans[i], werr)
+				}
+				pending = append(now, later...)
+				break
 			}
+			var rest, refused []int
+			for _, i := range now {
+				if _, ok := out.rejected[i]; ok {
+					refused = append(refused, i)
+				} else {
+					rest = append(rest, i)
+				}
+			}
+			w.log.Info("the cluster refused several records together; writing them apart to find which it refuses",
+				"records", len(refused), "err", out.err)
+			h := len(refused) / 2
+			suspects = append(suspects, refused[:h], refused[h:])
+			pending = append(rest, later...)
 		case unavailable:
 			// Nothing is wrong with the records: hold them (their locks
 			// are renewed) until the cluster or the topic takes writes
 			// again. On shutdown they are released.
 			if !w.pause(ctx, out.err) {
-				return nil
+				return batchStopped, nil
 			}
 		case notCommitted:
-			w.failures++
-			return nil
+			return batchFailed, nil
 		case fenced:
-			// Another instance with our name, or our own client's
-			// recovery refused after a broker failure (see
-			// fencing.go). A fresh producer recovers the second; a
-			// twin fences us again at once.
-			now := time.Now()
-			if w.disrupt != nil && w.disrupt.recent(now, fenceExcuse) {
-				w.stale = true
-				w.log.Warn("producer fenced soon after a broker failure (the coordinator forgot its epoch); re-creating it", "err", out.err)
-				return nil // the batch is released
-			}
-			if !w.fencedAt.IsZero() && now.Sub(w.fencedAt) < fenceWindow {
-				return fmt.Errorf("worker %d: fenced twice within %s: another instance runs with the same name: %w", w.id, fenceWindow, out.err)
-			}
-			w.fencedAt = now
-			w.stale = true
-			w.log.Warn("producer fenced; re-creating it (stops if fenced again soon: another instance with this name)", "err", out.err)
-			return nil
+			return batchStopped, w.fenced(out.err)
 		}
 	}
+	return batchDone, nil
+}
+
+// fenced handles a fenced producer: another instance with our name, or our
+// own client's recovery refused after a broker failure (see fencing.go). A
+// fresh producer recovers the second; a twin fences us again at once,
+// which stops the worker (the error returned).
+func (w *worker) fenced(err error) error {
+	now := time.Now()
+	w.stale = true
+	if w.disrupt != nil && w.disrupt.recent(now, fenceExcuse) {
+		w.log.Warn("producer fenced soon after a broker failure (the coordinator forgot its epoch); re-creating it", "err", err)
+		return nil // the batch is released
+	}
+	if !w.fencedAt.IsZero() && now.Sub(w.fencedAt) < fenceWindow {
+		return fmt.Errorf("worker %d: fenced twice within %s: another instance runs with the same name: %w", w.id, fenceWindow, err)
+	}
+	w.fencedAt = now
+	w.log.Warn("producer fenced; re-creating it (stops if fenced again soon: another instance with this name)", "err", err)
 	return nil
 }
 
@@ -339,7 +395,7 @@ func (w *worker) fit(b *batch, plans []plan, pending []int) (now, later []int) {
 			}
 			plans[i] = w.rejectedPlan(b.recs[i], plans[i], tooBig)
 		}
-		if plans[i].outs == nil && plans[i].shrunk > 2 {
+		if plans[i].outs == nil && plans[i].shrunk > maxShrink {
 			b.set(i, kgo.AckRelease) // not even a cut-down dead letter fits
 			continue
 		}
@@ -380,135 +436,81 @@ type outcome struct {
 	done     []int         // conflict: committed by an earlier transaction
 	rest     []int         // conflict: to write again
 	rejected map[int]error // rejected: plan index → the write error
+	// txn is how the attempt counts in transactions_total
+	// (metrics.TxnCommitted, TxnAborted, TxnUnknown), "" when it began
+	// no transaction.
+	txn string
 }
 
-// write writes the plans of pending in one transaction, with their claims,
-// and says how it ended. Once begun, the transaction is finished even if
-// ctx is cancelled (shutdown lets the batch in flight commit or abort),
-// bounded by the transaction timeout after which the coordinator aborts it
-// anyway.
-func (w *worker) write(ctx context.Context, b *batch, plans []plan, srcs []eos.Source, pending []int) outcome {
-	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.txnTimeout+5*time.Second)
-	defer cancel()
-	w.switchLane()
-	if err := w.ensureProducer(ctx); err != nil {
-		if errors.Is(err, txn.ErrFenced) {
-			return outcome{kind: fenced, err: err}
-		}
-		return outcome{kind: notCommitted, err: err}
-	}
-	if err := w.checkSpans(tctx); err != nil {
-		if errors.Is(err, txn.ErrFenced) {
-			return outcome{kind: fenced, err: err}
-		}
-		w.m.WriteFailures.WithLabelValues(w.label, kafkaerr.Cluster.String()).Inc()
-		return outcome{kind: unavailable, err: fmt.Errorf("checking for a transaction left open: %w", err)}
-	}
-	var recs []*kgo.Record
-	var owner []int // owner[j]: the plan index of recs[j]
-	var topics []string
-	hasDLQ := false
+// txnRecords are the records one transaction writes for its plans.
+type txnRecords struct {
+	recs   []*kgo.Record
+	owner  []int    // owner[j]: the plan index of recs[j]
+	topics []string // the topics of recs
+	hasDLQ bool     // a dead letter among them
+}
+
+// collect gathers the records of the plans of pending.
+func collect(plans []plan, pending []int) txnRecords {
+	var t txnRecords
 	for _, i := range pending {
 		for _, r := range plans[i].outs {
 			// A retry produces these records again; franz-go keeps the
 			// first attempt's (cancelled) context on a record, which
 			// would fail the retry at once.
 			r.Context = nil
-			recs = append(recs, r)
-			owner = append(owner, i)
-			if !slices.Contains(topics, r.Topic) {
-				topics = append(topics, r.Topic)
+			t.recs = append(t.recs, r)
+			t.owner = append(t.owner, i)
+			if !slices.Contains(t.topics, r.Topic) {
+				t.topics = append(t.topics, r.Topic)
 			}
 		}
-		hasDLQ = hasDLQ || plans[i].deadLetter
+		t.hasDLQ = t.hasDLQ || plans[i].deadLetter
 	}
+	return t
+}
+
+// write writes the plans of pending in one transaction, with their claims,
+// and says how it ended; each step returns the outcome when the
+// transaction ends there. Once begun, the transaction is finished even if
+// ctx is cancelled (shutdown lets the batch in flight commit or abort),
+// bounded by the transaction timeout after which the coordinator aborts it
+// anyway.
+func (w *worker) write(ctx context.Context, plans []plan, srcs []eos.Source, pending []int) (out outcome) {
+	defer func() {
+		if out.txn != "" {
+			w.m.Transactions.WithLabelValues(w.label, out.txn).Inc()
+		}
+	}()
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.txnTimeout+5*time.Second)
+	defer cancel()
+	if out := w.prepare(ctx, tctx); out != nil {
+		return *out
+	}
+	t := collect(plans, pending)
 	claimSrcs := make([]eos.Source, len(pending))
 	for j, i := range pending {
 		claimSrcs[j] = srcs[i]
 	}
 	// The claims go in the same produce request as the outputs.
-	claims, err := w.guard.Claims(tctx, w.prod, claimSrcs, topics)
+	claims, err := w.guard.Claims(tctx, w.prod, claimSrcs, t.topics)
 	if err != nil {
 		return w.failed("claim", err, nil)
 	}
-	if len(recs)+len(claims) == 0 {
+	if len(t.recs)+len(claims) == 0 {
 		// Only filtered records, and nothing to claim (at-least-once):
 		// nothing to write, nothing that could be duplicated.
 		return outcome{kind: committed}
 	}
-	if err := w.prod.Begin(); err != nil {
-		w.stale = true
-		return w.failed("begin", err, nil)
+	if out := w.produce(tctx, t, claims); out != nil {
+		return *out
 	}
-	produced := time.Now()
-	err = w.prod.Produce(tctx, append(recs, claims...)...)
-	w.phase(metrics.PhaseProduce, produced)
-	if err != nil {
-		aerr := w.abort(tctx)
-		// Whatever the client still holds of this attempt must not
-		// join the next transaction: a fresh producer (a new epoch)
-		// starts with nothing buffered and ends whatever the broker
-		// may still have open at this one.
-		w.stale = true
-		var we *txn.WriteError
-		if errors.As(err, &we) {
-			rej := map[int]error{}
-			sizes := w.sizes()
-			for j, e := range we.Failed {
-				if j >= len(recs) || kafkaerr.Classify(e) != kafkaerr.Record {
-					continue
-				}
-				if l, ok := sizes[recs[j].Topic]; ok && errors.Is(e, kerr.MessageTooLarge) && recordSize(recs[j]) <= l-batchOverhead {
-					// The batch was too large, not this record:
-					// write less to the topic per transaction.
-					if w.tight == nil {
-						w.tight = map[string]int{}
-					}
-					w.tight[recs[j].Topic]++
-					continue
-				}
-				rej[owner[j]] = e
-			}
-			if len(rej) > 0 {
-				w.m.Transactions.WithLabelValues(w.label, metrics.TxnAborted).Inc()
-				w.m.WriteFailures.WithLabelValues(w.label, kafkaerr.Record.String()).Inc()
-				return outcome{kind: rejected, rejected: rej, err: err}
-			}
-		}
-		return w.failed("produce", err, aerr)
-	}
-	var conflicts []bool
 	if len(claims) > 0 {
-		checked := time.Now()
-		conflicts, err = w.guard.Check(tctx)
-		w.phase(metrics.PhaseClaimCheck, checked)
-		if err != nil {
-			aerr := w.abort(tctx)
-			if errors.Is(err, eos.ErrClaimWaitTimeout) || errors.Is(err, eos.ErrClaimNotPending) {
-				w.m.Transactions.WithLabelValues(w.label, metrics.TxnAborted).Inc()
-				w.log.Warn("transaction not committed; releasing its records", "stage", "claim check", "records", len(pending), "err", errors.Join(err, aerr))
-				return outcome{kind: notCommitted, err: err}
-			}
-			return w.failed("claim check", err, aerr)
+		if out := w.check(tctx, pending); out != nil {
+			return *out
 		}
 	}
-	if slices.Contains(conflicts, true) {
-		var done, rest []int
-		for j, i := range pending {
-			if conflicts[j] {
-				done = append(done, i)
-			} else {
-				rest = append(rest, i)
-			}
-		}
-		if err := w.abort(tctx); err != nil {
-			w.log.Warn("aborting after a claim conflict", "err", err)
-		}
-		w.m.Transactions.WithLabelValues(w.label, metrics.TxnAborted).Inc()
-		return outcome{kind: conflict, done: done, rest: rest}
-	}
-
-	if hasDLQ {
+	if t.hasDLQ {
 		if err := failpoint.Hit(failpoint.BeforeDeadLetterCommit); err != nil {
 			return w.failed("failpoint", err, w.abort(tctx))
 		}
@@ -516,17 +518,129 @@ func (w *worker) write(ctx context.Context, b *batch, plans []plan, srcs []eos.S
 	if err := failpoint.Hit(failpoint.BeforeCommit); err != nil {
 		return w.failed("failpoint", err, w.abort(tctx))
 	}
+	return w.commit(tctx, len(pending))
+}
+
+// prepare switches to the spare lane and makes its producer ready to
+// begin: replaced if stale, and checked for a transaction of its producer
+// id left open by a lost marker (checkSpans).
+func (w *worker) prepare(ctx, tctx context.Context) *outcome {
+	w.switchLane()
+	if err := w.ensureProducer(ctx); err != nil {
+		if errors.Is(err, txn.ErrFenced) {
+			return &outcome{kind: fenced, err: err}
+		}
+		return &outcome{kind: notCommitted, err: err}
+	}
+	if err := w.checkSpans(tctx); err != nil {
+		if errors.Is(err, txn.ErrFenced) {
+			return &outcome{kind: fenced, err: err}
+		}
+		w.m.WriteFailures.WithLabelValues(w.label, kafkaerr.Cluster.String()).Inc()
+		return &outcome{kind: unavailable, err: fmt.Errorf("checking for a transaction left open: %w", err)}
+	}
+	return nil
+}
+
+// produce begins the transaction and writes t's records and the claims.
+// On a produce error the transaction is aborted and the producer replaced
+// (whatever the client still holds of this attempt must not join the next
+// transaction; a new epoch starts with nothing buffered); records the
+// cluster refuses for good make the outcome rejected.
+func (w *worker) produce(ctx context.Context, t txnRecords, claims []*kgo.Record) *outcome {
+	if err := w.prod.Begin(); err != nil {
+		w.stale = true
+		out := w.failed("begin", err, nil)
+		return &out
+	}
+	produced := time.Now()
+	err := w.prod.Produce(ctx, append(t.recs, claims...)...)
+	w.phase(metrics.PhaseProduce, produced)
+	if err == nil {
+		return nil
+	}
+	aerr := w.abort(ctx)
+	w.stale = true
+	if rej := w.refused(t, err); len(rej) > 0 {
+		w.m.WriteFailures.WithLabelValues(w.label, kafkaerr.Record.String()).Inc()
+		return &outcome{kind: rejected, rejected: rej, err: err, txn: metrics.TxnAborted}
+	}
+	out := w.failed("produce", err, aerr)
+	return &out
+}
+
+// refused returns the plans whose records the cluster refused for good
+// (record-level errors), by plan index. A record refused as too large
+// although it fits its topic was refused with its batch: the topic then
+// takes less per transaction (tight) and the record is not blamed.
+func (w *worker) refused(t txnRecords, err error) map[int]error {
+	var we *txn.WriteError
+	if !errors.As(err, &we) {
+		return nil
+	}
+	rej := map[int]error{}
+	sizes := w.sizes()
+	for j, e := range we.Failed {
+		if j >= len(t.recs) || kafkaerr.Classify(e) != kafkaerr.Record {
+			continue
+		}
+		r := t.recs[j]
+		if l, ok := sizes[r.Topic]; ok && errors.Is(e, kerr.MessageTooLarge) && recordSize(r) <= l-batchOverhead {
+			if w.tight == nil {
+				w.tight = map[string]int{}
+			}
+			w.tight[r.Topic]++
+			continue
+		}
+		rej[t.owner[j]] = e
+	}
+	return rej
+}
+
+// check applies the claim ledger's conflict rule inside the open
+// transaction (eos.Guard.Check): source records an earlier transaction
+// committed make the outcome conflict (done, and the rest to write again).
+func (w *worker) check(ctx context.Context, pending []int) *outcome {
+	checked := time.Now()
+	conflicts, err := w.guard.Check(ctx)
+	w.phase(metrics.PhaseClaimCheck, checked)
+	if err != nil {
+		aerr := w.abort(ctx)
+		if errors.Is(err, eos.ErrClaimWaitTimeout) || errors.Is(err, eos.ErrClaimNotPending) {
+			w.log.Warn("transaction not committed; releasing its records", "stage", "claim check", "records", len(pending), "err", errors.Join(err, aerr))
+			return &outcome{kind: notCommitted, err: err, txn: metrics.TxnAborted}
+		}
+		out := w.failed("claim check", err, aerr)
+		return &out
+	}
+	if !slices.Contains(conflicts, true) {
+		return nil
+	}
+	out := &outcome{kind: conflict, txn: metrics.TxnAborted}
+	for j, i := range pending {
+		if conflicts[j] {
+			out.done = append(out.done, i)
+		} else {
+			out.rest = append(out.rest, i)
+		}
+	}
+	if err := w.abort(ctx); err != nil {
+		w.log.Warn("aborting after a claim conflict", "err", err)
+	}
+	return out
+}
+
+// commit ends the transaction. When the EndTxn answer is lost the ledger
+// tells whether it committed (eos.Guard.Resolve): the relay never guesses.
+func (w *worker) commit(ctx context.Context, records int) outcome {
 	committing := time.Now()
-	result, err := w.prod.Commit(tctx)
+	result, err := w.prod.Commit(ctx)
 	w.phase(metrics.PhaseCommit, committing)
 	switch result {
 	case txn.Committed:
-		w.m.Transactions.WithLabelValues(w.label, metrics.TxnCommitted).Inc()
-		return outcome{kind: committed}
+		return outcome{kind: committed, txn: metrics.TxnCommitted}
 	case txn.Unknown:
-		// The EndTxn answer was lost: never guess, ask the ledger.
-		w.m.Transactions.WithLabelValues(w.label, metrics.TxnUnknown).Inc()
-		ok, rerr := w.guard.Resolve(tctx)
+		ok, rerr := w.guard.Resolve(ctx)
 		resolution := "not-committed"
 		switch {
 		case rerr != nil:
@@ -536,30 +650,29 @@ func (w *worker) write(ctx context.Context, b *batch, plans []plan, srcs []eos.S
 		}
 		w.m.AmbiguousCommits.WithLabelValues(w.label, resolution).Inc()
 		w.log.Warn("commit outcome unknown; resolved", "committed", ok && rerr == nil, "resolution", resolution, "err", errors.Join(err, rerr))
-		if errors.Is(err, txn.ErrFenced) {
-			return outcome{kind: fenced, err: err}
+		switch {
+		case errors.Is(err, txn.ErrFenced):
+			return outcome{kind: fenced, err: err, txn: metrics.TxnUnknown}
+		case ok && rerr == nil:
+			return outcome{kind: committed, txn: metrics.TxnUnknown}
 		}
-		if ok && rerr == nil {
-			return outcome{kind: committed}
-		}
-		return outcome{kind: notCommitted, err: errors.Join(err, rerr)}
+		return outcome{kind: notCommitted, err: errors.Join(err, rerr), txn: metrics.TxnUnknown}
 	}
 	// Not committed: the coordinator refused or aborted it.
-	w.m.Transactions.WithLabelValues(w.label, metrics.TxnAborted).Inc()
 	if errors.Is(err, txn.ErrFenced) {
-		return outcome{kind: fenced, err: err}
+		return outcome{kind: fenced, err: err, txn: metrics.TxnAborted}
 	}
 	if errors.Is(err, txn.ErrExtraRecords) {
 		w.m.InvariantBreaks.Inc()
-		w.log.Error("the brokers acknowledged more records in the transaction than the worker produced; aborted it rather than commit duplicates", "records", len(pending), "err", err)
+		w.log.Error("the brokers acknowledged more records in the transaction than the worker produced; aborted it rather than commit duplicates", "records", records, "err", err)
 	}
-	w.log.Warn("transaction not committed; releasing its records", "stage", "commit", "records", len(pending), "err", err)
+	w.log.Warn("transaction not committed; releasing its records", "stage", "commit", "records", records, "err", err)
 	// A refused commit can leave the client's transactional state
 	// unusable (after the coordinator aborted a transaction that
 	// outlived its timeout, franz-go keeps answering INVALID_TXN_STATE):
 	// a fresh producer starts clean.
 	w.stale = true
-	return outcome{kind: notCommitted, err: err}
+	return outcome{kind: notCommitted, err: err, txn: metrics.TxnAborted}
 }
 
 // failed turns a transaction that failed before its commit into an
@@ -567,10 +680,9 @@ func (w *worker) write(ctx context.Context, b *batch, plans []plan, srcs []eos.S
 // pauses it with the records held; aerr is the abort's error (the producer
 // is then replaced).
 func (w *worker) failed(stage string, err, aerr error) outcome {
-	w.m.Transactions.WithLabelValues(w.label, metrics.TxnAborted).Inc()
 	class := kafkaerr.Classify(err)
 	if errors.Is(err, txn.ErrFenced) || errors.Is(aerr, txn.ErrFenced) {
-		return outcome{kind: fenced, err: errors.Join(err, aerr)}
+		return outcome{kind: fenced, err: errors.Join(err, aerr), txn: metrics.TxnAborted}
 	}
 	if class == kafkaerr.Destination || !kafkaerr.Unreachable(err) {
 		// A deleted and recreated topic leaves the producer with a
@@ -584,7 +696,7 @@ func (w *worker) failed(stage string, err, aerr error) outcome {
 	}
 	w.m.WriteFailures.WithLabelValues(w.label, class.String()).Inc()
 	w.log.Debug("transaction failed", "stage", stage, "class", class, "err", errors.Join(err, aerr))
-	return outcome{kind: unavailable, err: fmt.Errorf("%s: %w", stage, err)}
+	return outcome{kind: unavailable, err: fmt.Errorf("%s: %w", stage, err), txn: metrics.TxnAborted}
 }
 
 // abort aborts the open transaction; when that fails the producer is
@@ -939,10 +1051,14 @@ func (w *worker) transform(ctx context.Context, r *kgo.Record) (p plan, release 
 	return p, false
 }
 
+// maxShrink is how far a dead letter is cut down before the relay gives
+// up on it (see deadLetter).
+const maxShrink = 3
+
 // rejectedPlan replaces the plan of source record r, whose outputs the
 // cluster refused for good with werr, by a dead letter; a dead letter that
-// was refused itself is cut down (value and source headers left out, then
-// the key too), with headers saying what was left out.
+// was refused itself is cut down (the source value left out, then the
+// source headers, then the key), with headers saying what was left out.
 func (w *worker) rejectedPlan(r *kgo.Record, p plan, werr error) plan {
 	w.m.RecordsRejected.WithLabelValues(w.label).Inc()
 	reason := dlqReason{stage: lineage.DLQStageProduce, class: errClass(werr), kind: lineage.DLQKindWrite, msg: werr.Error()}
@@ -953,7 +1069,7 @@ func (w *worker) rejectedPlan(r *kgo.Record, p plan, werr error) plan {
 		shrink = p.shrunk + 1
 		w.m.DeadLettersTruncated.WithLabelValues(w.label).Inc()
 	}
-	if shrink > 2 {
+	if shrink > maxShrink {
 		// Even a dead letter without the source's key, value and
 		// headers is refused: say so loudly and release the record
 		// (it comes back; the broker archives it at its limit).
@@ -1002,9 +1118,10 @@ func errClass(err error) string {
 }
 
 // deadLetter builds the dead-letter record for r: the original key, value
-// and headers, plus the source coordinates and the reason. shrink > 0
-// leaves out the source value and headers (and with shrink > 1 the key),
-// recording their sizes, for a dead letter too large for its topic.
+// and headers, plus the source coordinates and the reason. For a dead
+// letter too large for its topic, shrink > 0 leaves out the source value,
+// shrink > 1 the source headers too, and shrink > 2 the key, each
+// recorded by its size; the coordinates and the reason always stay.
 func (w *worker) deadLetter(r *kgo.Record, why dlqReason, shrink int) *kgo.Record {
 	msg := why.msg
 	if len(msg) > maxErrorHeader {
@@ -1014,12 +1131,14 @@ func (w *worker) deadLetter(r *kgo.Record, why dlqReason, shrink int) *kgo.Recor
 	key, value, hs := r.Key, r.Value, append([]kgo.RecordHeader(nil), r.Headers...)
 	var omitted []kgo.RecordHeader
 	if shrink > 0 {
-		omitted = append(omitted,
-			kgo.RecordHeader{Key: lineage.HeaderDLQValueOmitted, Value: strconv.AppendInt(nil, int64(len(r.Value)), 10)},
-			kgo.RecordHeader{Key: lineage.HeaderDLQHeadersOmitted, Value: strconv.AppendInt(nil, int64(len(r.Headers)), 10)})
-		value, hs = nil, nil
+		omitted = append(omitted, kgo.RecordHeader{Key: lineage.HeaderDLQValueOmitted, Value: strconv.AppendInt(nil, int64(len(r.Value)), 10)})
+		value = nil
 	}
 	if shrink > 1 {
+		omitted = append(omitted, kgo.RecordHeader{Key: lineage.HeaderDLQHeadersOmitted, Value: strconv.AppendInt(nil, int64(len(r.Headers)), 10)})
+		hs = nil
+	}
+	if shrink > 2 {
 		omitted = append(omitted, kgo.RecordHeader{Key: lineage.HeaderDLQKeyOmitted, Value: strconv.AppendInt(nil, int64(len(r.Key)), 10)})
 		key = nil
 	}
