@@ -27,6 +27,7 @@ const (
 	scramUser = "relay"
 	plainUser = "alice"
 	mtlsCN    = "relay-mtls"
+	oauthSub  = "relay-oauth" // the sub claim of the OAUTHBEARER tokens
 )
 
 var (
@@ -89,10 +90,11 @@ func startSecured() (*kafkatest.Broker, *kafkatest.Secured, error) {
 	}
 	secured.dir = dir
 	opts, s, err := kafkatest.Secure(kafkatest.Options{}, kafkatest.Security{
-		Dir:        dir,
-		PlainUsers: map[string]string{plainUser: plainPassword},
-		ClientCNs:  []string{mtlsCN},
-		ACLs:       true,
+		Dir:         dir,
+		PlainUsers:  map[string]string{plainUser: plainPassword},
+		ClientCNs:   []string{mtlsCN},
+		OAuthBearer: true,
+		ACLs:        true,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -331,6 +333,65 @@ func TestRealBrokerSecuredExactlyOnceWithMinimalACLs(t *testing.T) {
 	}
 }
 
+// OAUTHBEARER with a token file another process rotates: the broker makes
+// the client authenticate again every few seconds, and the relay must read
+// the file again when it changes. The first token expires while the relay
+// runs; with the file rotated in time the relay goes on, exactly once.
+// Without the rotation (the control) the relay cannot authenticate once
+// the token expired, which shows the broker really checks it.
+func TestRealBrokerSecuredOAuthBearerTokenFileIsReadAgain(t *testing.T) {
+	b, s := securedBrokerFor(t)
+	seeds := []string{b.Addr()}
+	const n = 200
+	const ttl = 15 * time.Second
+	for _, rotate := range []bool{true, false} {
+		t.Run(map[bool]string{true: "rotated", false: "not rotated"}[rotate], func(t *testing.T) {
+			token := filepath.Join(t.TempDir(), "token")
+			if err := os.WriteFile(token, []byte(kafkatest.UnsecuredJWT(oauthSub, ttl)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			written := time.Now()
+			sec := fmt.Sprintf("tls:\n  enabled: true\n  ca_file: %q\nsasl:\n  mechanism: OAUTHBEARER\n  token_file: %q\n", s.CAFile, token)
+			p := newPipe(t, seeds, harness.PipelineOptions{Brokers: []string{s.SASLSSLAddr()}, Security: sec, Workers: 1, Transforms: securedTransforms})
+			setPermissions(t, seeds, "User:"+oauthSub, relayPermissions(p))
+			if code, out := relayCheck(t, p); code != 0 {
+				t.Fatalf("relay check exit %d:\n%s", code, out)
+			}
+			seedOrders(t, p, 1, n)
+			startRelay(t, p, "a")
+			settled(t, p, n, 2*time.Minute)
+			if rotate {
+				// A sidecar writes the next token before the first expires.
+				next := filepath.Join(filepath.Dir(token), "token.next")
+				if err := os.WriteFile(next, []byte(kafkatest.UnsecuredJWT(oauthSub, time.Hour)), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(next, token); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Past the first token's expiry and a re-authentication.
+			time.Sleep(time.Until(written.Add(ttl + 2*kafkatest.OAuthReauth)))
+			seedOrders(t, p, n+1, 2*n)
+			if !rotate {
+				time.Sleep(20 * time.Second)
+				o, err := measure(t, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(o.Jobs.BySource)+len(o.DLQ.BySource) >= 2*n {
+					t.Fatalf("every order relayed with an expired token and no new one: %v; the broker did not check the token", o)
+				}
+				t.Logf("token expired, not rotated: %v", o)
+				return
+			}
+			o := settled(t, p, 2*n, 2*time.Minute)
+			exactlyOnce(t, o, 2*n, 2*n/50)
+			t.Logf("token rotated while running: %v", o)
+		})
+	}
+}
+
 // A relay that cannot authenticate at start stops at once (exit 1) with an
 // error naming the cause and not the secret: waiting cannot cure a wrong
 // password or an untrusted CA, and a deploy should fail visibly. relay
@@ -424,12 +485,12 @@ func TestRealBrokerSecuredMissingPermissionIsNamed(t *testing.T) {
 		{"topic READ on the source", func(p *harness.Pipeline) []permission {
 			return without(relayPermissions(p), permission{"topic", p.Source, kadm.OpRead, false}, permission{"topic", p.Source, kadm.OpDescribe, false})
 		}, false, false, want{false,
-			`worker paused.*polling %[1]s\.orders\[\d+\]: TOPIC_AUTHORIZATION_FAILED`,
+			`worker paused.*polling %[1]s\.orders\[\d+\]: not authorized to READ topic %[1]s\.orders: TOPIC_AUTHORIZATION_FAILED`,
 			"FAIL: source topic %[1]s.orders: 3 partitions; not authorized to READ"}},
 		{"topic WRITE on the output", func(p *harness.Pipeline) []permission {
 			return without(relayPermissions(p), permission{"topic", p.Output, kadm.OpWrite, false}, permission{"topic", p.Output, kadm.OpDescribe, false})
 		}, false, false, want{false,
-			`worker paused.*producing to %[1]s\.jobs: TOPIC_AUTHORIZATION_FAILED`,
+			`worker paused.*producing to %[1]s\.jobs: not authorized to WRITE topic %[1]s\.jobs: TOPIC_AUTHORIZATION_FAILED`,
 			"FAIL: output topic %[1]s.jobs: 3 partitions; not authorized to WRITE"}},
 		{"topic DESCRIBE_CONFIGS on the dead-letter topic", func(p *harness.Pipeline) []permission {
 			return without(relayPermissions(p), permission{"topic", p.DeadLetter, kadm.OpDescribeConfigs, false})
@@ -439,7 +500,7 @@ func TestRealBrokerSecuredMissingPermissionIsNamed(t *testing.T) {
 		{"topic WRITE on the ledger", func(p *harness.Pipeline) []permission {
 			return without(relayPermissions(p), permission{"topic", p.Ledger, kadm.OpWrite, false})
 		}, false, true, want{false,
-			`worker paused.*producing to %[1]s\.ledger: TOPIC_AUTHORIZATION_FAILED`,
+			`worker paused.*producing to %[1]s\.ledger: not authorized to WRITE topic %[1]s\.ledger: TOPIC_AUTHORIZATION_FAILED`,
 			"FAIL: ledger topic %[1]s.ledger: 1 partition; not authorized to WRITE"}},
 		{"topic CREATE on the ledger the relay would create", func(p *harness.Pipeline) []permission {
 			return without(relayPermissions(p), permission{"topic", p.Ledger, kadm.OpCreate, false})
@@ -449,7 +510,7 @@ func TestRealBrokerSecuredMissingPermissionIsNamed(t *testing.T) {
 		{"group READ", func(p *harness.Pipeline) []permission {
 			return without(relayPermissions(p), permission{"group", p.Group, kadm.OpRead, false})
 		}, false, false, want{false,
-			`worker paused.*pipeline=%[1]s .*GROUP_AUTHORIZATION_FAILED`,
+			`worker paused.*not authorized to READ group %[1]s\.group: .*GROUP_AUTHORIZATION_FAILED`,
 			"FAIL: share group %[1]s.group: not authorized to READ it (GROUP_AUTHORIZATION_FAILED)"}},
 		{"group ALTER_CONFIGS when the relay sets the group's configs", func(p *harness.Pipeline) []permission {
 			return without(relayPermissions(p), permission{"group", p.Group, kadm.OpAlterConfigs, false}, permission{"group", p.Group, kadm.OpDescribeConfigs, false})

@@ -583,7 +583,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		}
 		clients = append(clients, cons)
 	}
-	src := newShareSource(clients, r.p.Batch.MaxRecords, func(n int) { r.m.InvariantBreaks.Add(float64(n)) })
+	src := newShareSource(clients, r.p.Source.Group, r.p.Batch.MaxRecords, func(n int) { r.m.InvariantBreaks.Add(float64(n)) })
 	spans := r.p.OutputTopics()
 	if r.p.Delivery == config.ExactlyOnce {
 		spans = append(spans, r.p.Ledger.Topic)

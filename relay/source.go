@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sharerelay/sharerelay/internal/kafkaerr"
 )
 
 // shareSource is the only way a worker receives records. It feeds the
@@ -29,6 +31,8 @@ type shareSource struct {
 	// onUnresolved is called with the number of records the safety net
 	// released (a bug indicator).
 	onUnresolved func(n int)
+	// group is the share group, named in an authorization error.
+	group string
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -51,9 +55,9 @@ type poll struct {
 }
 
 // newShareSource starts a fetcher goroutine per client. Close stops them.
-func newShareSource(clients []*kgo.Client, maxRecords int, onUnresolved func(int)) *shareSource {
+func newShareSource(clients []*kgo.Client, group string, maxRecords int, onUnresolved func(int)) *shareSource {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &shareSource{arrived: make(chan struct{}, 1), onUnresolved: onUnresolved, cancel: cancel}
+	s := &shareSource{arrived: make(chan struct{}, 1), onUnresolved: onUnresolved, group: group, cancel: cancel}
 	for _, cl := range clients {
 		f := &fetcher{cl: cl, max: maxRecords, again: make(chan struct{}, 1)}
 		s.fetchers = append(s.fetchers, f)
@@ -75,7 +79,7 @@ func (s *shareSource) fetch(ctx context.Context, f *fetcher) {
 		p := &poll{f: f, recs: fs.Records()}
 		fs.EachError(func(t string, part int32, err error) {
 			if p.err == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-				p.err = fmt.Errorf("polling %s[%d]: %w", t, part, err)
+				p.err = fmt.Errorf("polling %s[%d]: %w", t, part, kafkaerr.Denied(err, "READ", t, s.group))
 			}
 		})
 		if len(p.recs) == 0 && p.err == nil {

@@ -272,7 +272,7 @@ func (p *Producer) Produce(ctx context.Context, recs ...*kgo.Record) error {
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				failed[i] = fmt.Errorf("producing to %s: %w", r.Topic, err)
+				failed[i] = fmt.Errorf("producing to %s: %w", r.Topic, kafkaerr.Denied(err, "WRITE", r.Topic, ""))
 			}
 			if left--; left == 0 {
 				close(done)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -22,8 +23,9 @@ import (
 
 // Names of the listeners Secure adds.
 const (
-	// SASLSSLListener takes SCRAM-SHA-512 and PLAIN over TLS; its
-	// principals are User:<name>.
+	// SASLSSLListener takes SCRAM-SHA-512, PLAIN and OAUTHBEARER over
+	// TLS; its principals are User:<name> (for OAUTHBEARER the token's
+	// sub claim).
 	SASLSSLListener = "SASL_SSL"
 	// SSLListener requires a client certificate (mutual TLS); its
 	// principals are User:CN=<cn> (the certificate's subject).
@@ -52,6 +54,11 @@ type Security struct {
 	// SuperUsers are principals allowed everything besides
 	// User:ANONYMOUS, e.g. "User:admin".
 	SuperUsers []string
+	// OAuthBearer, when true, also takes OAUTHBEARER on the SASL_SSL
+	// listener with Kafka's unsecured token validator (an unsigned JWT
+	// with sub, iat and exp claims: see UnsecuredJWT), re-authenticating
+	// every OAuthReauth: a client must then present a valid token again.
+	OAuthBearer bool
 	// ACLs, when true, turns on the StandardAuthorizer with
 	// allow.everyone.if.no.acl.found=false: a client on a secured
 	// listener may do only what an ACL allows.
@@ -143,12 +150,31 @@ func securityProperties(keystore, truststore string, sec Security) map[string]st
 		jaas.WriteString(";")
 		p[sasl+"plain.sasl.jaas.config"] = jaas.String()
 	}
+	if sec.OAuthBearer {
+		p[sasl+"sasl.enabled.mechanisms"] += ",OAUTHBEARER"
+		p[sasl+"oauthbearer.sasl.jaas.config"] = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+		p[sasl+"oauthbearer.connections.max.reauth.ms"] = strconv.FormatInt(OAuthReauth.Milliseconds(), 10)
+	}
 	if sec.ACLs {
 		p["authorizer.class.name"] = StandardAuthorizer
 		p["allow.everyone.if.no.acl.found"] = "false"
 		p["super.users"] = strings.Join(append([]string{"User:ANONYMOUS"}, sec.SuperUsers...), ";")
 	}
 	return p
+}
+
+// OAuthReauth is how often the SASL_SSL listener makes an OAUTHBEARER
+// client authenticate again (connections.max.reauth.ms).
+const OAuthReauth = 5 * time.Second
+
+// UnsecuredJWT returns a token Kafka's unsecured OAUTHBEARER validator
+// accepts: an unsigned JWT (alg none) whose sub claim is the principal's
+// name, valid from now for ttl.
+func UnsecuredJWT(sub string, ttl time.Duration) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	now := time.Now()
+	claims := fmt.Sprintf(`{"sub":%q,"iat":%d,"exp":%d}`, sub, now.Unix(), now.Add(ttl).Unix())
+	return enc([]byte(`{"alg":"none"}`)) + "." + enc([]byte(claims)) + "."
 }
 
 // SASLSSLAddr is the SASL_SSL listener's address.

@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"syscall"
@@ -119,4 +120,20 @@ func Authentication(err error) bool {
 		errors.As(err, &host) || errors.As(err, &invalid) ||
 		// A TLS alert from the broker, e.g. "tls: certificate required".
 		errors.As(err, &op) && op.Op == "remote error"
+}
+
+// Denied wraps err, when it says the principal lacks a permission on the
+// topic or group it names, with the ACL operation that is missing, e.g.
+// "not authorized to READ topic orders: TOPIC_AUTHORIZATION_FAILED": an
+// operator grants an operation, not an error code. op is what the client
+// was doing (READ for a fetch, WRITE for a produce); other errors are
+// returned as they are.
+func Denied(err error, op, topic, group string) error {
+	switch {
+	case errors.Is(err, kerr.TopicAuthorizationFailed) && topic != "":
+		return fmt.Errorf("not authorized to %s topic %s: %w", op, topic, err)
+	case errors.Is(err, kerr.GroupAuthorizationFailed) && group != "":
+		return fmt.Errorf("not authorized to READ group %s: %w", group, err)
+	}
+	return err
 }

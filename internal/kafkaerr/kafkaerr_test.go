@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -83,5 +84,22 @@ func TestAuthenticationFailuresAreNotOutagesToWaitOut(t *testing.T) {
 	}
 	if !Unreachable(&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}) {
 		t.Error("a refused connection is no longer Unreachable")
+	}
+}
+
+func TestDeniedNamesTheMissingOperation(t *testing.T) {
+	for _, tc := range []struct {
+		err         error
+		topic, want string
+	}{
+		{kerr.TopicAuthorizationFailed, "orders", "not authorized to READ topic orders: TOPIC_AUTHORIZATION_FAILED"},
+		{kerr.GroupAuthorizationFailed, "orders", "not authorized to READ group g: GROUP_AUTHORIZATION_FAILED"},
+		{kerr.TopicAuthorizationFailed, "", "TOPIC_AUTHORIZATION_FAILED"},
+		{kerr.NotLeaderForPartition, "orders", "NOT_LEADER_FOR_PARTITION"},
+	} {
+		err := Denied(tc.err, "READ", tc.topic, "g")
+		if !errors.Is(err, tc.err) || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("Denied(%v, READ, %q, g) = %q; want it to start %q and wrap the error", tc.err, tc.topic, err, tc.want)
+		}
 	}
 }
