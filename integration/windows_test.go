@@ -158,10 +158,24 @@ func TestRealBrokerWindow4AmbiguousCommit(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.delivery, func(t *testing.T) {
 			const n = 300
-			p := newPipe(t, seeds, harness.PipelineOptions{Delivery: m.delivery, Workers: 1, MaxRecords: 20})
+			addr := metricsAddr(t)
+			p := newPipe(t, seeds, harness.PipelineOptions{Delivery: m.delivery, Workers: 1, MaxRecords: 20, MetricsListen: addr})
 			seedOrders(t, p, 1, n)
 			startRelay(t, p, "a", fp(failpoint.EndTxnResponseLost+"=error@2"))
 			judge(t, m, settled(t, p, n, 2*time.Minute), n, 0)
+			if !m.exact {
+				return
+			}
+			// Every lost answer is counted as an unknown outcome and as an
+			// ambiguous commit the ledger resolved as committed (the
+			// failpoint loses the answer of commits that succeeded).
+			unknown := metricWhere(t, addr, "sharerelay_transactions_total", `outcome="unknown"`)
+			resolved := metricWhere(t, addr, "sharerelay_ambiguous_commits_total", `resolution="committed"`)
+			if unknown < 1 || resolved != unknown || metricWhere(t, addr, "sharerelay_ambiguous_commits_total", "") != unknown {
+				t.Fatalf("transactions_total{outcome=unknown} = %v, ambiguous_commits_total{resolution=committed} = %v of %v; want at least 1, all resolved as committed",
+					unknown, resolved, metricWhere(t, addr, "sharerelay_ambiguous_commits_total", ""))
+			}
+			t.Logf("%v commits with a lost answer, each resolved as committed by the ledger", unknown)
 		})
 	}
 }
