@@ -554,6 +554,7 @@ func (s *scenario) checkOversized(n int) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	got := map[int]string{}
+	deliveries := map[int]int{} // dead letters by delivery count
 	var problems []string
 	err := readTopic(ctx, s.env.direct, s.p.DeadLetter, func(r *kgo.Record) {
 		var v struct {
@@ -564,13 +565,31 @@ func (s *scenario) checkOversized(n int) []string {
 			return
 		}
 		for _, h := range r.Headers {
-			if h.Key == lineage.HeaderDLQKind {
+			switch h.Key {
+			case lineage.HeaderDLQKind:
 				got[v.OrderID] = string(h.Value)
+			case lineage.HeaderDLQDeliveryCount:
+				d, _ := strconv.Atoi(string(h.Value))
+				deliveries[d]++
 			}
 		}
 	})
 	if err != nil {
 		return append(problems, err.Error())
+	}
+	// Refused for its size, a record is dead-lettered on the delivery
+	// that met it: only a relay killed while holding it costs it one
+	// more. Spending its deliveries on the refusal would show as dead
+	// letters on late deliveries (and of kind attempts-exhausted).
+	// So the oversized orders may come back no more often than the
+	// others do.
+	late := len(got) - deliveries[1]
+	s.resMu.Lock()
+	redelivered := float64(s.res.Redeliveries) / float64(max(1, s.o.Records))
+	s.resMu.Unlock()
+	if float64(late) > (2*redelivered+0.02)*float64(len(got)) {
+		problems = append(problems, fmt.Sprintf("%d of %d oversized orders dead-lettered after their first delivery (by delivery: %v), while the relays redelivered %.1f%% of all records: the refusals spent deliveries",
+			late, len(got), deliveries, 100*redelivered))
 	}
 	wrong := 0
 	for i := 1; i <= n; i++ {
@@ -582,7 +601,7 @@ func (s *scenario) checkOversized(n int) []string {
 	if wrong > 0 {
 		problems = append(problems, fmt.Sprintf("%d orders wrongly (not) dead-lettered as too large", wrong))
 	}
-	s.t.Logf("dead letters: %d, exactly the oversized orders, all of kind write", len(got))
+	s.t.Logf("dead letters: %d, exactly the oversized orders, all of kind write; by delivery count: %v", len(got), deliveries)
 	return problems
 }
 
