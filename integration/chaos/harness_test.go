@@ -2,9 +2,12 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -273,16 +276,27 @@ func (s *scenario) stream(from, to int, d time.Duration) (wait func()) {
 		next := from
 		start := time.Now()
 		orders := s.orders()
-		var failed atomic.Bool
+		// A broker killed or stopped under the stream can fail records
+		// the client may or may not have written (e.g. the connection
+		// closed right after the request): they are looked up at the
+		// end and written again only if missing, so every order is in
+		// the source exactly once.
+		var (
+			mu     sync.Mutex
+			failed = map[int]error{}
+		)
 		for step := 1; next <= to; step++ {
 			end := min(to, from+int(per*float64(step))-1)
 			if step >= steps {
 				end = to
 			}
 			for ; next <= end; next++ {
-				cl.Produce(context.Background(), orders.Record(next), func(_ *kgo.Record, err error) {
-					if err != nil && !failed.Swap(true) {
-						s.t.Errorf("streaming records to %s: %v", s.p.Source, err)
+				i := next
+				cl.Produce(context.Background(), orders.Record(i), func(_ *kgo.Record, err error) {
+					if err != nil {
+						mu.Lock()
+						failed[i] = err
+						mu.Unlock()
 					}
 				})
 			}
@@ -290,6 +304,12 @@ func (s *scenario) stream(from, to int, d time.Duration) (wait func()) {
 		}
 		if err := cl.Flush(context.Background()); err != nil {
 			s.t.Errorf("streaming records: %v", err)
+			return
+		}
+		if len(failed) > 0 {
+			if err := s.reseed(failed); err != nil {
+				s.t.Errorf("streaming records to %s: %v", s.p.Source, err)
+			}
 		}
 	}()
 	return func() {
@@ -299,6 +319,43 @@ func (s *scenario) stream(from, to int, d time.Duration) (wait func()) {
 			s.t.Fatal("the record stream did not finish within 10 minutes")
 		}
 	}
+}
+
+// reseed writes again, once each, the orders of failed (order → the
+// error the stream's producer gave) that are not in the source topic.
+func (s *scenario) reseed(failed map[int]error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var sample error
+	for _, err := range failed {
+		sample = err
+		break
+	}
+	missing := maps.Clone(failed)
+	err := readTopic(ctx, s.env.direct, s.p.Source, func(r *kgo.Record) {
+		var v struct {
+			OrderID int `json:"order_id"`
+		}
+		if json.Unmarshal(r.Value, &v) == nil {
+			delete(missing, v.OrderID)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("looking up %d orders the stream failed to write (%v): %w", len(failed), sample, err)
+	}
+	s.t.Logf("the stream's producer failed %d orders (e.g. %v); %d of them are not in the source: writing those again", len(failed), sample, len(missing))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.env.direct...), kgo.RecordDeliveryTimeout(2*time.Minute))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	orders := s.orders()
+	for _, i := range slices.Sorted(maps.Keys(missing)) {
+		if err := cl.ProduceSync(ctx, orders.Record(i)).FirstErr(); err != nil {
+			return fmt.Errorf("writing order %d again: %w", i, err)
+		}
+	}
+	return nil
 }
 
 // seedAll writes all the scenario's records, 1..Records.
