@@ -240,19 +240,10 @@ func TestRealBrokerDLQReplayToATopicAndThroughTheFixedChainExactlyOnce(t *testin
 
 	// relay verify: the pipeline exact, the 20 replays through the chain
 	// once each (it reads the outputs and dead letters, not the copies).
-	c := harness.Command{Name: "relay verify", Path: relayBin, Args: []string{"verify", "-c", p.Path, "--json"}}
-	dir := t.TempDir()
-	c.LogPath, c.StdoutPath = filepath.Join(dir, "log"), filepath.Join(dir, "stdout")
-	pr, err := harness.Start(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, err := pr.Wait(60 * time.Second)
-	out, _ := os.ReadFile(c.StdoutPath)
-	var vr audit.Report
-	if jerr := json.Unmarshal(out, &vr); err != nil || jerr != nil || code != 0 || !vr.Exact || vr.Replays == nil ||
+	code, vr := relayVerify(t, p)
+	if code != 0 || !vr.Exact || vr.Replays == nil ||
 		vr.Replays.DeadLetters != 20 || vr.Replays.Output != 20 || vr.Replays.Duplicated != 0 {
-		t.Fatalf("relay verify: exit %d (%v, %v), report:\n%s\n%s", code, err, jerr, out, pr.LogTail(3000))
+		t.Fatalf("relay verify: exit %d, report %+v (replays %+v)", code, vr, vr.Replays)
 	}
 	t.Logf("40 dead letters REJECTed; 20 copied and 20 replayed through the chain, each once, across a kill and two more runs each")
 }

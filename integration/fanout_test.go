@@ -2,10 +2,7 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/integration/harness"
 	"github.com/sharerelay/sharerelay/lineage"
 )
@@ -34,26 +30,6 @@ func fanOutWant(i int) int {
 		n *= 2
 	}
 	return n
-}
-
-// relayVerify runs relay verify --json on the pipeline and returns its
-// exit code and report.
-func relayVerify(t *testing.T, p *harness.Pipeline) (int, audit.Report) {
-	t.Helper()
-	c := harness.Command{Name: "relay verify", Path: relayBin, Args: []string{"verify", "-c", p.Path, "--json"}}
-	dir := t.TempDir()
-	c.LogPath, c.StdoutPath = filepath.Join(dir, "log"), filepath.Join(dir, "stdout")
-	pr, err := harness.Start(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, err := pr.Wait(90 * time.Second)
-	out, _ := os.ReadFile(c.StdoutPath)
-	var r audit.Report
-	if jerr := json.Unmarshal(out, &r); err != nil || jerr != nil {
-		t.Fatalf("relay verify: exit %d (%v, %v), output:\n%s\n%s", code, err, jerr, out, pr.LogTail(3000))
-	}
-	return code, r
 }
 
 // A pipeline that splits and copies records is verified exactly by relay

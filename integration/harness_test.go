@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -260,4 +261,24 @@ func waitNoOpenTxn(t *testing.T, seeds []string, topics ...string) {
 func seedsForBench(b *testing.B) []string {
 	b.Helper()
 	return kafkatest.Bootstrap(b)
+}
+
+// relayVerify runs relay verify --json on the pipeline and returns its
+// exit code and report.
+func relayVerify(t *testing.T, p *harness.Pipeline) (int, audit.Report) {
+	t.Helper()
+	c := harness.Command{Name: "relay verify", Path: relayBin, Args: []string{"verify", "-c", p.Path, "--json"}}
+	dir := t.TempDir()
+	c.LogPath, c.StdoutPath = filepath.Join(dir, "log"), filepath.Join(dir, "stdout")
+	pr, err := harness.Start(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := pr.Wait(90 * time.Second)
+	out, _ := os.ReadFile(c.StdoutPath)
+	var r audit.Report
+	if jerr := json.Unmarshal(out, &r); err != nil || jerr != nil {
+		t.Fatalf("relay verify: exit %d (%v, %v), output:\n%s\n%s", code, err, jerr, out, pr.LogTail(3000))
+	}
+	return code, r
 }
