@@ -29,8 +29,10 @@ const (
 	// DefaultCostLimit bounds one evaluation of one expression for one
 	// record. Typical expressions cost under 100; a pathological one (a
 	// comprehension nested in another over a large array) stops after
-	// about 7 ms on a 2-core machine (BenchmarkCostLimitWorstCase), so a
-	// batch of 500 such records stays well within a transaction timeout.
+	// about 7 ms on a 2-core machine (BenchmarkCostLimitWorstCase). Transforms
+	// run before a batch's transaction begins and the batch's locks are
+	// renewed meanwhile, so even a batch of such records (batch.max_records,
+	// 2,000 by default) spends its time, not its deliveries.
 	DefaultCostLimit = 100_000
 	// MaxCostLimit is the largest cost limit accepted: about 0.7 s of
 	// evaluation per expression per record.
