@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -205,6 +206,68 @@ func TestRealBrokerRecordsTooLarge(t *testing.T) {
 		o := settled(t, p, 11, 2*time.Minute)
 		exactlyOnce(t, o, 11, 0)
 	})
+}
+
+// A source topic deleted while the relay runs makes it not ready, saying
+// so; recreated (a new topic ID, offsets from 0 again) it stops the relay
+// with an error naming the topic, since its workers and claims know the
+// old ID. A restarted relay relays the new topic's records exactly once.
+func TestRealBrokerSourceTopicDeletedThenRecreated(t *testing.T) {
+	seeds := seedsFor(t)
+	addr := metricsAddr(t)
+	p := newPipe(t, seeds, harness.PipelineOptions{Workers: 1, MetricsListen: addr})
+	seedOrders(t, p, 1, 100)
+	r := startRelay(t, p, "r")
+	exactlyOnce(t, settled(t, p, 100, 2*time.Minute), 100, 0)
+	waitHTTP(t, addr, "/readyz", 200, "ready", 30*time.Second)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := harness.DeleteTopics(ctx, seeds, p.Source); err != nil {
+		t.Fatal(err)
+	}
+	body := waitHTTP(t, addr, "/readyz", 503, "source topic deleted", time.Minute)
+	t.Logf("source deleted: /readyz %s", strings.TrimSpace(body))
+	createTopics(t, seeds, harness.Topic{Name: p.Source, Partitions: 3})
+	code, err := r.Wait(time.Minute)
+	if err != nil || code != 1 || !strings.Contains(r.LogTail(4000), "source topic "+p.Source+" was recreated") {
+		t.Fatalf("after the source topic was recreated: exit %d (%v); want 1 naming the topic:\n%s", code, err, r.LogTail(4000))
+	}
+	// The new topic's orders 101..200: its offsets restart at 0, and the
+	// claims of the old topic ID must not match them.
+	seedOrders(t, p, 101, 200)
+	startRelay(t, p, "r")
+	// Outputs are told apart by order id: the old and the new topic share
+	// a name and offsets.
+	o := waitFor(t, p, 2*time.Minute, "orders 101..200 relayed", func(o outcome) bool { return o.Jobs.Records >= 200 && o.Lag == 0 })
+	waitNoOpenTxn(t, seeds, p.Output)
+	seen := map[int]int{}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(p.Output),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer rcancel()
+	for read := 0; read < o.Jobs.Records && rctx.Err() == nil; {
+		cl.PollFetches(rctx).EachRecord(func(rec *kgo.Record) {
+			read++
+			var v struct {
+				OrderID int `json:"order_id"`
+			}
+			_ = json.Unmarshal(rec.Value, &v)
+			seen[v.OrderID]++
+		})
+	}
+	for i := 1; i <= 200; i++ {
+		if seen[i] != 1 {
+			t.Fatalf("order %d relayed %d times; want orders 1..200 once each (%v)", i, seen[i], o)
+		}
+	}
+	if o.Jobs.Records != 200 || o.DLQ.Records != 0 {
+		t.Fatalf("after the restart: %v; want 200 outputs and no dead letter", o)
+	}
 }
 
 // A compacted output topic refuses a whole record batch (INVALID_RECORD)

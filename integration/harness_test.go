@@ -95,7 +95,14 @@ func seedOrders(t *testing.T, p *harness.Pipeline, from, to int) {
 // if the test failed.
 func startRelay(t *testing.T, p *harness.Pipeline, instance string, env ...string) *harness.Proc {
 	t.Helper()
+	return startRelayWith(t, p, instance, nil, env...)
+}
+
+// startRelayWith is startRelay with more arguments of relay run.
+func startRelayWith(t *testing.T, p *harness.Pipeline, instance string, args []string, env ...string) *harness.Proc {
+	t.Helper()
 	c := harness.RelayCommand(relayBin, p.Path, instance)
+	c.Args = append(c.Args, args...)
 	c.Env, c.LogPath = env, filepath.Join(t.TempDir(), instance+".log")
 	pr, err := harness.Start(c)
 	if err != nil {

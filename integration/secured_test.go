@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -321,13 +323,14 @@ func TestRealBrokerSecuredExactlyOnceWithMinimalACLs(t *testing.T) {
 				t.Fatalf("relay check exit %d, want 0", code)
 			}
 			seedOrders(t, p, 1, n)
-			a := startRelay(t, p, "a")
+			a := startRelayWith(t, p, "a", []string{"--log-format", "json"})
 			o := settled(t, p, n, 2*time.Minute)
 			exactlyOnce(t, o, n, n/50)
 			_ = a.Signal(syscall.SIGTERM)
 			if code, err := a.Wait(30 * time.Second); err != nil || code != 0 {
 				t.Fatalf("relay after SIGTERM: exit %d, %v; want 0", code, err)
 			}
+			checkJSONLog(t, a.LogPath(), scramPassword)
 			t.Logf("%s: %v in %s", tc.name, o, time.Since(began).Round(time.Millisecond))
 		})
 	}
@@ -390,6 +393,32 @@ func TestRealBrokerSecuredOAuthBearerTokenFileIsReadAgain(t *testing.T) {
 			t.Logf("token rotated while running: %v", o)
 		})
 	}
+}
+
+// checkJSONLog fails the test unless every line of a relay's log (run with
+// --log-format json) is a JSON object with time, level and msg, the first
+// is "relay starting" with the effective configuration, and secret appears
+// nowhere.
+func checkJSONLog(t *testing.T, path, secret string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte(secret)) {
+		t.Fatalf("the relay's log shows the password")
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil || m["time"] == nil || m["level"] == nil || m["msg"] == nil {
+			t.Fatalf("log line %d is not a JSON record with time, level and msg (%v): %s", i+1, err, l)
+		}
+		if i == 0 && (m["msg"] != "relay starting" || m["config"] == nil) {
+			t.Fatalf("first log line is not the start with the configuration: %s", l)
+		}
+	}
+	t.Logf("%d JSON log lines, the password in none", len(lines))
 }
 
 // A relay that cannot authenticate at start stops at once (exit 1) with an

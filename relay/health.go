@@ -35,6 +35,36 @@ type outage struct {
 	since, logged time.Time
 }
 
+// sourceSlot is the health slot of the source topics (the topic-ID
+// watcher); workers use their ids, from 0.
+const sourceSlot = -1
+
+// slotName names a health slot in /readyz: "worker 2", or "source topics".
+func slotName(id int) string {
+	if id == sourceSlot {
+		return "source topics"
+	}
+	return fmt.Sprintf("worker %d", id)
+}
+
+// slotLabel is a health slot's worker label value in worker_paused: the
+// worker's id, or "source".
+func slotLabel(id int) string {
+	if id == sourceSlot {
+		return "source"
+	}
+	return strconv.Itoa(id)
+}
+
+// slotValue is a health slot in log lines: the worker's id (a number, as
+// in the workers' own lines), or "source".
+func slotValue(id int) any {
+	if id == sourceSlot {
+		return "source"
+	}
+	return id
+}
+
 func newHealth(log *slog.Logger, m *metrics.Metrics) *health {
 	return &health{log: log, m: m, starting: "starting", workers: map[int]*outage{}}
 }
@@ -60,7 +90,7 @@ func (h *health) Ready() (bool, string) {
 	var parts []string
 	for _, id := range ids {
 		o := h.workers[id]
-		parts = append(parts, fmt.Sprintf("worker %d: %s for %s: %s", id, o.reason, time.Since(o.since).Round(time.Second), o.cause))
+		parts = append(parts, fmt.Sprintf("%s: %s for %s: %s", slotName(id), o.reason, time.Since(o.since).Round(time.Second), o.cause))
 	}
 	return false, strings.Join(parts, "; ")
 }
@@ -92,19 +122,19 @@ func (h *health) paused(id int, reason string, cause error) {
 	case o == nil:
 		o = &outage{reason: reason, cause: cause.Error(), since: now, logged: now}
 		h.workers[id] = o
-		h.log.Warn("worker paused: taking no records until it can write again", "worker", id, "reason", reason, "err", cause)
-		h.m.Paused.WithLabelValues(strconv.Itoa(id), reason).Set(1)
+		h.log.Warn("worker paused: taking no records until it can write again", "worker", slotValue(id), "reason", reason, "err", cause)
+		h.m.Paused.WithLabelValues(slotLabel(id), reason).Set(1)
 		h.setReadyGauge()
 		return
 	case o.reason != reason:
-		h.m.Paused.DeleteLabelValues(strconv.Itoa(id), o.reason)
-		h.m.Paused.WithLabelValues(strconv.Itoa(id), reason).Set(1)
+		h.m.Paused.DeleteLabelValues(slotLabel(id), o.reason)
+		h.m.Paused.WithLabelValues(slotLabel(id), reason).Set(1)
 		o.reason = reason
 		o.logged = time.Time{}
 	}
 	if c := cause.Error(); c != o.cause || now.Sub(o.logged) >= outageLogEvery {
 		o.cause, o.logged = c, now
-		h.log.Warn("worker still paused", "worker", id, "reason", reason, "for", now.Sub(o.since).Round(time.Second), "err", cause)
+		h.log.Warn("worker still paused", "worker", slotValue(id), "reason", reason, "for", now.Sub(o.since).Round(time.Second), "err", cause)
 	}
 }
 
@@ -123,8 +153,8 @@ func (h *health) fine(id int) {
 		return
 	}
 	delete(h.workers, id)
-	h.m.Paused.DeleteLabelValues(strconv.Itoa(id), o.reason)
-	h.log.Info("worker resumed", "worker", id, "after", time.Since(o.since).Round(time.Millisecond), "reason", o.reason)
+	h.m.Paused.DeleteLabelValues(slotLabel(id), o.reason)
+	h.log.Info("worker resumed", "worker", slotValue(id), "after", time.Since(o.since).Round(time.Millisecond), "reason", o.reason)
 	h.setReadyGauge()
 }
 

@@ -318,7 +318,6 @@ func (r *Relay) every(ctx context.Context, interval time.Duration, check func(*k
 // the workers resolved the IDs at start); a deleted one is reported (the
 // relay is not ready, the share group delivers nothing from it).
 func (r *Relay) watchTopicIDs(ctx context.Context, ids map[string][16]byte) error {
-	const source = -1 // the health slot of the source topics
 	return r.every(ctx, 10*time.Second, func(cl *kgo.Client) error {
 		td, err := kadm.NewClient(cl).ListTopics(ctx, r.p.Source.Topics...)
 		if err != nil {
@@ -335,9 +334,9 @@ func (r *Relay) watchTopicIDs(ctx context.Context, ids map[string][16]byte) erro
 			}
 		}
 		if len(gone) > 0 {
-			r.health.paused(source, "source topic deleted", fmt.Errorf("source topics %v do not exist any more", gone))
+			r.health.paused(sourceSlot, "source topic deleted", fmt.Errorf("source topics %v do not exist any more", gone))
 		} else {
-			r.health.fine(source)
+			r.health.fine(sourceSlot)
 		}
 		return nil
 	})
