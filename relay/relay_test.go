@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -627,4 +628,16 @@ func TestStartUpWaitsBrieflyForATopicCreatedJustBefore(t *testing.T) {
 			t.Fatalf("gave up after %s, before the grace of %s", took, topicGrace)
 		}
 	})
+}
+
+func TestTwinsMapsEveryExtraCopyOfARecordToTheWrittenOne(t *testing.T) {
+	rec := func(p int32, o int64) *kgo.Record { return &kgo.Record{Topic: "orders", Partition: p, Offset: o} }
+	recs := []*kgo.Record{rec(0, 1), rec(1, 1), rec(0, 1), rec(0, 2), rec(0, 1), {Topic: "other", Partition: 0, Offset: 1}}
+	got := twins(recs)
+	if want := map[int]int{2: 0, 4: 0}; !maps.Equal(got, want) {
+		t.Fatalf("twins = %v, want %v", got, want)
+	}
+	if got := twins(recs[:2]); got != nil {
+		t.Fatalf("twins of a batch without copies = %v, want nil", got)
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sharerelay/sharerelay/internal/failpoint"
 	"github.com/sharerelay/sharerelay/internal/kafkaerr"
 )
 
@@ -77,6 +78,9 @@ func (s *shareSource) fetch(ctx context.Context, f *fetcher) {
 			return
 		}
 		p := &poll{f: f, recs: fs.Records()}
+		if len(p.recs) > 0 && failpoint.Hit(failpoint.DuplicatePoll) != nil {
+			p.recs = append(p.recs, p.recs...)
+		}
 		fs.EachError(func(t string, part int32, err error) {
 			if p.err == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 				p.err = fmt.Errorf("polling %s[%d]: %w", t, part, kafkaerr.Denied(err, "READ", t, s.group))

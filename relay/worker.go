@@ -181,8 +181,12 @@ const (
 func (w *worker) process(ctx context.Context, b *batch) (batchResult, error) {
 	start := w.now()
 	stopRenew := w.renewWhileInFlight(ctx, b)
+	twins := twins(b.recs)
 	defer func() {
 		stopRenew()
+		for dup, kept := range twins {
+			b.set(dup, b.acks[kept])
+		}
 		acked := time.Now()
 		w.acknowledge(b)
 		w.phase(metrics.PhaseAck, acked)
@@ -202,11 +206,15 @@ func (w *worker) process(ctx context.Context, b *batch) (batchResult, error) {
 		}
 	}
 
-	// 1. Records an earlier transaction already committed are done.
+	// 1. Records an earlier transaction already committed are done; a
+	// second copy of a record in the batch is not written at all.
 	transformed := time.Now()
 	done := w.guard.Committed(srcs)
 	var todo []int
 	for i := range b.recs {
+		if _, dup := twins[i]; dup {
+			continue
+		}
 		if done[i] {
 			b.set(i, kgo.AckAccept)
 			w.m.AlreadyCommitted.WithLabelValues(w.label).Inc()
@@ -342,6 +350,52 @@ func (w *worker) fenced(err error) error {
 	w.fencedAt = now
 	w.log.Warn("producer fenced; re-creating it (stops if fenced again soon: another instance with this name)", "err", err)
 	return nil
+}
+
+// twins finds the records a batch holds more than once (the same topic,
+// partition and offset) and maps each extra copy to the one that is
+// written: the latest delivery. One batch can hold two deliveries of a
+// record — after a broker restart reset the share sessions, or when a poll
+// waited past its lock and another of the worker's consumers got the
+// records again — and writing both would put the record's outputs in one
+// transaction twice, which no claim can catch. The extra copy gets the
+// written one's acknowledgement: only one of them still holds the lock.
+func twins(recs []*kgo.Record) map[int]int {
+	type key struct {
+		topic     string
+		partition int32
+		offset    int64
+	}
+	var first map[key]int
+	var out map[int]int
+	for i, r := range recs {
+		k := key{r.Topic, r.Partition, r.Offset}
+		if first == nil {
+			first = make(map[key]int, len(recs))
+		}
+		j, seen := first[k]
+		if !seen {
+			first[k] = i
+			continue
+		}
+		if out == nil {
+			out = map[int]int{}
+		}
+		if r.DeliveryCount() > recs[j].DeliveryCount() {
+			// The later delivery is written; the earlier copy and any
+			// copy mapped to it follow it.
+			first[k] = i
+			for d, kept := range out {
+				if kept == j {
+					out[d] = i
+				}
+			}
+			out[j] = i
+			continue
+		}
+		out[i] = j
+	}
+	return out
 }
 
 // batchOverhead is the size of a record batch's header (v2 format).

@@ -55,6 +55,11 @@ const (
 	// without checking for one of its producer id left open by a lost
 	// marker (tests show what the check prevents).
 	SkipSpanCheck = "skip-span-check"
+	// DuplicatePoll: with "error", a share consumer's poll hands each of
+	// its records over twice, as one batch can hold two deliveries of a
+	// record after a broker restart (tests show that it is written
+	// once).
+	DuplicatePoll = "duplicate-poll"
 )
 
 // ErrInjected is returned by Hit for the "error" action.
