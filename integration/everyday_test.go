@@ -434,7 +434,7 @@ func TestRealBrokerStartsWhileTheBrokerIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitHTTP(t, addr, "/readyz", 200, "ready", 2*time.Minute)
-	exactlyOnce(t, settled(t, p, 300, 2*time.Minute), 300, 0)
+	exactlyOnce(t, settledAfterRestart(t, p, b, 300, 3*time.Minute), 300, 0)
 }
 
 // outageFor is how long TestRealBrokerBrokerDownWhileRunning keeps the
@@ -476,7 +476,7 @@ func TestRealBrokerBrokerDownWhileRunning(t *testing.T) {
 	t.Logf("broker back after %s", time.Since(down).Round(time.Second))
 	repairHanging(t, p)
 	waitHTTP(t, addr, "/readyz", 200, "ready", 2*time.Minute)
-	exactlyOnce(t, settled(t, p, n, 3*time.Minute), n, 0)
+	exactlyOnce(t, settledAfterRestart(t, p, b, n, 3*time.Minute), n, 0)
 	if paused, ready := metric(t, addr, "sharerelay_worker_paused"), metric(t, addr, "sharerelay_ready"); paused != 0 || ready != 1 {
 		t.Fatalf("after the outage: worker_paused %v, ready %v; want none paused, ready", paused, ready)
 	}
@@ -535,7 +535,7 @@ func TestRealBrokerSIGTERMWithTheBrokerDead(t *testing.T) {
 	}
 	repairHanging(t, p)
 	startRelay(t, p, "r")
-	exactlyOnce(t, settled(t, p, n, 3*time.Minute), n, 0)
+	exactlyOnce(t, settledAfterRestart(t, p, b, n, 3*time.Minute), n, 0)
 }
 
 // repairHanging completes the transactions a single node dropped the

@@ -29,7 +29,7 @@ const (
 	scramUser = "relay"
 	plainUser = "alice"
 	mtlsCN    = "relay-mtls"
-	oauthSub  = "relay-oauth" // the sub claim of the OAUTHBEARER tokens
+	oauthSub  = "relay-oauth" // the sub claims of the OAUTHBEARER tokens start so
 )
 
 var (
@@ -349,14 +349,18 @@ func TestRealBrokerSecuredOAuthBearerTokenFileIsReadAgain(t *testing.T) {
 	const ttl = 15 * time.Second
 	for _, rotate := range []bool{true, false} {
 		t.Run(map[bool]string{true: "rotated", false: "not rotated"}[rotate], func(t *testing.T) {
+			// Both wait out a token's lifetime: side by side, not one
+			// after the other.
+			t.Parallel()
+			sub := oauthSub + map[bool]string{true: "-rotated", false: "-expiring"}[rotate] // ACLs of its own
 			token := filepath.Join(t.TempDir(), "token")
-			if err := os.WriteFile(token, []byte(kafkatest.UnsecuredJWT(oauthSub, ttl)), 0o600); err != nil {
+			if err := os.WriteFile(token, []byte(kafkatest.UnsecuredJWT(sub, ttl)), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			written := time.Now()
 			sec := fmt.Sprintf("tls:\n  enabled: true\n  ca_file: %q\nsasl:\n  mechanism: OAUTHBEARER\n  token_file: %q\n", s.CAFile, token)
 			p := newPipe(t, seeds, harness.PipelineOptions{Brokers: []string{s.SASLSSLAddr()}, Security: sec, Workers: 1, Transforms: securedTransforms})
-			setPermissions(t, seeds, "User:"+oauthSub, relayPermissions(p))
+			setPermissions(t, seeds, "User:"+sub, relayPermissions(p))
 			if code, out := relayCheck(t, p); code != 0 {
 				t.Fatalf("relay check exit %d:\n%s", code, out)
 			}
@@ -366,7 +370,7 @@ func TestRealBrokerSecuredOAuthBearerTokenFileIsReadAgain(t *testing.T) {
 			if rotate {
 				// A sidecar writes the next token before the first expires.
 				next := filepath.Join(filepath.Dir(token), "token.next")
-				if err := os.WriteFile(next, []byte(kafkatest.UnsecuredJWT(oauthSub, time.Hour)), 0o600); err != nil {
+				if err := os.WriteFile(next, []byte(kafkatest.UnsecuredJWT(sub, time.Hour)), 0o600); err != nil {
 					t.Fatal(err)
 				}
 				if err := os.Rename(next, token); err != nil {
