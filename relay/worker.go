@@ -361,18 +361,18 @@ func (w *worker) fenced(err error) error {
 // transaction twice, which no claim can catch. The extra copy gets the
 // written one's acknowledgement: only one of them still holds the lock.
 func twins(recs []*kgo.Record) map[int]int {
+	if increasing(recs) {
+		return nil // the usual batch: no copies, nothing allocated
+	}
 	type key struct {
 		topic     string
 		partition int32
 		offset    int64
 	}
-	var first map[key]int
+	first := make(map[key]int, len(recs))
 	var out map[int]int
 	for i, r := range recs {
 		k := key{r.Topic, r.Partition, r.Offset}
-		if first == nil {
-			first = make(map[key]int, len(recs))
-		}
 		j, seen := first[k]
 		if !seen {
 			first[k] = i
@@ -396,6 +396,37 @@ func twins(recs []*kgo.Record) map[int]int {
 		out[i] = j
 	}
 	return out
+}
+
+// increasing reports whether each partition's offsets rise strictly
+// through recs, which rules out a copy without a map on the hot path. A
+// batch touching more than a few partitions is left to the map.
+func increasing(recs []*kgo.Record) bool {
+	type last struct {
+		topic     string
+		partition int32
+		offset    int64
+	}
+	var seen [8]last
+	n := 0
+next:
+	for _, r := range recs {
+		for i := range seen[:n] {
+			if l := &seen[i]; l.partition == r.Partition && l.topic == r.Topic {
+				if r.Offset <= l.offset {
+					return false
+				}
+				l.offset = r.Offset
+				continue next
+			}
+		}
+		if n == len(seen) {
+			return false
+		}
+		seen[n] = last{r.Topic, r.Partition, r.Offset}
+		n++
+	}
+	return true
 }
 
 // batchOverhead is the size of a record batch's header (v2 format).
