@@ -122,18 +122,11 @@ func startRelayWith(t *testing.T, p *harness.Pipeline, instance string, args []s
 type outcome struct {
 	Jobs, DLQ audit.Tally
 	Lag       int64
-	// Shares describes the group's share partitions when Lag > 0 (end
-	// offset, start offset, lag of each), for a failure message.
-	Shares string
 }
 
 func (o outcome) String() string {
-	s := fmt.Sprintf("jobs %d (unique %d, duplicated %d), dead letters %d (unique %d), lag %d",
+	return fmt.Sprintf("jobs %d (unique %d, duplicated %d), dead letters %d (unique %d), lag %d",
 		o.Jobs.Records, len(o.Jobs.BySource), len(o.Jobs.Duplicates()), o.DLQ.Records, len(o.DLQ.BySource), o.Lag)
-	if o.Shares != "" {
-		s += " (" + o.Shares + ")"
-	}
-	return s
 }
 
 func measure(t *testing.T, p *harness.Pipeline) (outcome, error) {
@@ -158,22 +151,31 @@ func measure(t *testing.T, p *harness.Pipeline) (outcome, error) {
 		return o, err
 	}
 	o.Lag = audit.TotalLag(lag)
-	if o.Lag > 0 {
-		o.Shares = describeShares(ctx, kadm.NewClient(cl), p)
-	}
 	return o, nil
 }
 
-// describeShares is one "topic[p] end E start S lag L" per source
-// partition: where a share group that does not settle is stuck.
-func describeShares(ctx context.Context, adm *kadm.Client, p *harness.Pipeline) string {
+// sharesOf is, when o has lag left, " (topic[p] end E start S lag L; …)"
+// for each source partition: where a share group that does not settle is
+// stuck. It asks the broker only then, for a message.
+func sharesOf(p *harness.Pipeline, o outcome) string {
+	if o.Lag == 0 {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Seeds...))
+	if err != nil {
+		return " (" + err.Error() + ")"
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
 	ends, err := adm.ListEndOffsets(ctx, p.Source)
 	if err != nil {
-		return err.Error()
+		return " (" + err.Error() + ")"
 	}
 	desc, err := adm.DescribeShareGroupOffsets(ctx, p.Group)
 	if err != nil {
-		return err.Error()
+		return " (" + err.Error() + ")"
 	}
 	var parts []string
 	ends.Each(func(e kadm.ListedOffset) {
@@ -181,7 +183,7 @@ func describeShares(ctx context.Context, adm *kadm.Client, p *harness.Pipeline) 
 		parts = append(parts, fmt.Sprintf("%s[%d] end %d start %d lag %d", e.Topic, e.Partition, e.Offset, so.StartOffset, so.Lag))
 	})
 	sort.Strings(parts)
-	return strings.Join(parts, "; ")
+	return " (" + strings.Join(parts, "; ") + ")"
 }
 
 // waitFor polls the pipeline's outcome until cond holds or d passes.
@@ -196,7 +198,7 @@ func waitFor(t *testing.T, p *harness.Pipeline, d time.Duration, what string, co
 			return o
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: not reached within %s: %v (last error %v)", what, d, o, err)
+			t.Fatalf("waiting for %s: not reached within %s: %v%s (last error %v)", what, d, o, sharesOf(p, o), err)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -233,7 +235,7 @@ func settledAfterRestart(t *testing.T, p *harness.Pipeline, b *kafkatest.Broker,
 		case !accounted || o.Lag != stuckLag:
 			stuckLag, stuckSince = o.Lag, time.Now()
 		case b != nil && !restarted && time.Since(stuckSince) > 45*time.Second:
-			t.Logf("share group stalled: every record accounted for, lag %d unchanged for 45s (%s); restarting the broker to reload its share partitions", o.Lag, o.Shares)
+			t.Logf("share group stalled: every record accounted for, lag %d unchanged for 45s%s; restarting the broker to reload its share partitions", o.Lag, sharesOf(p, o))
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			err := b.Restart(ctx)
 			cancel()
@@ -243,7 +245,7 @@ func settledAfterRestart(t *testing.T, p *harness.Pipeline, b *kafkatest.Broker,
 			restarted, stuckLag = true, -1
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %d source records accounted for and lag 0: not reached within %s: %v (last error %v)", n, d, o, err)
+			t.Fatalf("waiting for %d source records accounted for and lag 0: not reached within %s: %v%s (last error %v)", n, d, o, sharesOf(p, o), err)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
