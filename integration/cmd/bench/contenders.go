@@ -166,7 +166,7 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 		return runResult{}, err
 	}
 	tr := newTracker(t.n)
-	tc := newTraceCollector(b.opts.trace)
+	tc := newTraceCollector(b.opts.trace, t.n)
 	tc.startCPU(b.br.pid())
 	resetPeakRSS()
 	began := time.Now()
@@ -210,12 +210,15 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 	return rr, nil
 }
 
-// startProfile starts a CPU profile of the run when -cpuprofile-dir is set.
+// startProfile starts a CPU profile of the run when -cpuprofile-dir is set:
+// of this process (pprof), and of a local broker (a Java Flight Recorder
+// recording, see startBrokerRecording).
 func (b *bench) startProfile(t trial) (stop func(), err error) {
 	if b.opts.cpuProfileDir == "" {
 		return func() {}, nil
 	}
-	path := filepath.Join(b.opts.cpuProfileDir, fmt.Sprintf("%dB-run%d-%s.pprof", t.size, t.run, t.c.name))
+	base := filepath.Join(b.opts.cpuProfileDir, fmt.Sprintf("%dB-run%d-%s", t.size, t.run, t.c.name))
+	path := base + ".pprof"
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("creating the CPU profile: %w", err)
@@ -224,11 +227,13 @@ func (b *bench) startProfile(t trial) (stop func(), err error) {
 		f.Close()
 		return nil, fmt.Errorf("starting the CPU profile: %w", err)
 	}
+	stopBroker := startBrokerRecording(b.br.pid(), base+".broker.jfr")
 	return func() {
 		pprof.StopCPUProfile()
 		if err := f.Close(); err != nil {
 			progress("warning: writing %s: %v", path, err)
 		}
+		stopBroker()
 	}, nil
 }
 
@@ -400,14 +405,14 @@ source:
   topics: [%q]
   group: %q
   auto_offset_reset: earliest
-output:
+%soutput:
   topic: %q
 dead_letter:
   topic: %q
 batch:
 %s  poll_timeout: 1s
 transforms: %s
-`
+%s`
 
 // pipeline builds the trial's pipeline the way `relay run` does: from YAML
 // through config.Parse. The transform chain is empty, or a delay of
@@ -437,12 +442,23 @@ func (b *bench) pipeline(t trial) (*config.Pipeline, error) {
 	for _, k := range slices.Sorted(maps.Keys(settings)) {
 		fmt.Fprintf(&batch, "  %s: %s\n", k, settings[k])
 	}
+	var group strings.Builder
+	if t.delay == 0 && len(b.opts.relayGroup) > 0 {
+		group.WriteString("  group_configs:\n")
+		for _, k := range slices.Sorted(maps.Keys(b.opts.relayGroup)) {
+			fmt.Fprintf(&group, "    %s: %q\n", k, b.opts.relayGroup[k])
+		}
+	}
+	client := ""
+	if t.delay == 0 && b.opts.relayCompression != "" {
+		client = fmt.Sprintf("client:\n  producer:\n    compression: %s\n", b.opts.relayCompression)
+	}
 	transforms := "[]"
 	if t.delay > 0 {
 		transforms = fmt.Sprintf("[{type: delay, duration: %s}]", t.delay)
 	}
 	y := fmt.Sprintf(pipelineYAML, t.name, strings.Join(quoted, ", "), t.c.delivery, workers,
-		t.source, t.name, t.output, t.dlq, batch.String(), transforms)
+		t.source, t.name, group.String(), t.output, t.dlq, batch.String(), transforms, client)
 	p, err := config.Parse(t.name+".yaml", []byte(y), nil)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %s: %w", t.name, err)

@@ -129,7 +129,7 @@ func (b *bench) latency(ctx context.Context, c contender, size int) (latencyResu
 	wg.Go(func() { watchOutput(lctx, cons, t.source, visible) })
 
 	// The relay.
-	tc := newTraceCollector(b.opts.trace)
+	tc := newTraceCollector(b.opts.trace, 0)
 	ready := make(chan struct{})
 	r, closeRelay, err := b.newRelay(lctx, p, tc, func() { close(ready) })
 	if err != nil {

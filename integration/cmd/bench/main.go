@@ -32,9 +32,10 @@
 //	             consumer group, read_committed, each poll produced and
 //	             committed with its offsets in one transaction
 //
-// A warm-up pass (-warmup) first runs every contender once, untimed, over a
-// small topic: a fresh broker creates its internal share-group and
-// transaction state topics on first use.
+// A warm-up (-warmup) first runs every contender, untimed, -warmup-rounds
+// times over a topic of -warmup-records: a fresh broker creates its
+// internal share-group and transaction state topics on first use, and its
+// JVM spends half of its CPU compiling at first (see warmUp).
 //
 // Every contender runs -workers consumers, and every contender that writes
 // gets a fresh output topic of 3 partitions, read back afterwards
@@ -73,10 +74,19 @@
 // reported in milliseconds.
 //
 // -trace prints, after every contender run, the latency of each kind of
-// Kafka request its clients made and, for the relay, the time per batch
-// and in the exactly-once claim (through a wrapped eos.Guard on a ledger
-// opened the way the relay opens it). -cpuprofile-dir writes a CPU profile
-// of this process (the relay runs in it) per contender run.
+// Kafka request its clients made, the CPU time the local broker and this
+// process used (per record, and the broker's by thread job: request
+// handlers, JIT compilers, share-state persister, transaction marker
+// sender, ...), and, for the relay, the time per batch and in the
+// exactly-once claim (through a wrapped eos.Guard on a ledger opened the
+// way the relay opens it). -cpuprofile-dir writes a CPU profile of this
+// process (the relay runs in it) per contender run and, for a local
+// broker, a Java Flight Recorder recording of the broker (through the
+// JDK's jcmd; `jfr print --events jdk.ExecutionSample` reads it).
+//
+// -relay-batch, -relay-group and -relay-compression try other settings of
+// the relay contenders (batch:, source.group_configs and
+// client.producer.compression) in the throughput and latency runs.
 //
 // Progress goes to stderr, the result tables to stdout, and with -json the
 // results also to a file.
@@ -109,6 +119,8 @@ type options struct {
 	latencyDuration time.Duration
 	jsonPath        string
 	warmUp          bool
+	warmUpRecords   int
+	warmUpRounds    int
 	trace           bool
 	cpuProfileDir   string
 	// classicWorkers are the extra worker counts at which relay-eos and
@@ -125,6 +137,12 @@ type options struct {
 	// relayBatch are batch settings of the relay contenders
 	// (-relay-batch key=value,...), e.g. to try other defaults.
 	relayBatch map[string]string
+	// relayGroup are share-group configs of the relay contenders
+	// (-relay-group key=value,...: source.group_configs).
+	relayGroup map[string]string
+	// relayCompression is the relay contenders' client.producer.compression
+	// ("": the relay's default).
+	relayCompression string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -138,7 +156,9 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.rate, "rate", 2000, "records/s of the latency producer")
 	fs.DurationVar(&o.latencyDuration, "latency-duration", 15*time.Second, "how long the latency producer runs per contender")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file")
-	fs.BoolVar(&o.warmUp, "warmup", true, "first run every contender once over a small topic, untimed")
+	fs.BoolVar(&o.warmUp, "warmup", true, "first run every contender over a warm-up topic, untimed")
+	fs.IntVar(&o.warmUpRecords, "warmup-records", 100000, "records of the warm-up topic")
+	fs.IntVar(&o.warmUpRounds, "warmup-rounds", 3, "warm-up rounds (every contender once each)")
 	fs.BoolVar(&o.trace, "trace", false, "print request latencies and relay batch phases after each contender run")
 	fs.StringVar(&o.cpuProfileDir, "cpuprofile-dir", "", "write a CPU profile of each contender run into this directory")
 	classicWorkers := fs.String("classic-workers", "3", "extra worker counts, comma separated, at which relay-eos and classic-eos are compared on the first size (\"\" for none)")
@@ -149,6 +169,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.scalingConcurrency, "scaling-concurrency", 8, "batch.transform_concurrency of an extra scaling row at the first worker count (0 or 1: no extra row)")
 	only := fs.String("contenders", "", "only these contenders in the throughput table, comma separated (default all)")
 	relayBatch := fs.String("relay-batch", "", "batch settings of the relay contenders in the throughput and latency runs, e.g. consumers=4,linger=10ms (default: the relay's defaults)")
+	relayGroup := fs.String("relay-group", "", "share-group configs of the relay contenders in the throughput and latency runs (source.group_configs), e.g. share.partition.max.record.locks=4000")
+	fs.StringVar(&o.relayCompression, "relay-compression", "", "client.producer.compression of the relay contenders in the throughput and latency runs (default: the relay's default)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -162,18 +184,11 @@ func parseFlags(args []string) (options, error) {
 	if o.scaling && len(o.scalingWorkers) == 0 {
 		return o, fmt.Errorf("-scaling-workers: at least one worker count")
 	}
-	for kv := range strings.SplitSeq(*relayBatch, ",") {
-		if kv = strings.TrimSpace(kv); kv == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" || v == "" {
-			return o, fmt.Errorf("-relay-batch: %q is not key=value", kv)
-		}
-		if o.relayBatch == nil {
-			o.relayBatch = make(map[string]string)
-		}
-		o.relayBatch[k] = v
+	if o.relayBatch, err = keyValues("-relay-batch", *relayBatch); err != nil {
+		return o, err
+	}
+	if o.relayGroup, err = keyValues("-relay-group", *relayGroup); err != nil {
+		return o, err
 	}
 	for name := range strings.SplitSeq(*only, ",") {
 		name = strings.TrimSpace(name)
@@ -198,6 +213,8 @@ func parseFlags(args []string) (options, error) {
 	switch {
 	case o.records < 1:
 		return o, fmt.Errorf("-records must be at least 1, got %d", o.records)
+	case o.warmUp && (o.warmUpRecords < 1 || o.warmUpRounds < 1):
+		return o, fmt.Errorf("-warmup-records and -warmup-rounds must be at least 1")
 	case o.runs < 1:
 		return o, fmt.Errorf("-runs must be at least 1, got %d", o.runs)
 	case o.workers < 1 || o.workers > config.MaxWorkers:
@@ -210,6 +227,26 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-scaling-records must be at least 1 and -scaling-delay not negative")
 	}
 	return o, nil
+}
+
+// keyValues parses a comma-separated list of key=value pairs (nil when
+// empty).
+func keyValues(flag, s string) (map[string]string, error) {
+	var out map[string]string
+	for kv := range strings.SplitSeq(s, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || v == "" {
+			return nil, fmt.Errorf("%s: %q is not key=value", flag, kv)
+		}
+		if out == nil {
+			out = make(map[string]string)
+		}
+		out[k] = v
+	}
+	return out, nil
 }
 
 // intList parses a comma-separated list of integers between lo and hi.

@@ -254,11 +254,19 @@ func (b *bench) scaling(ctx context.Context) (*scalingResult, error) {
 	return res, nil
 }
 
-// warmUp runs every contender once, untimed, over a small topic: a fresh
-// broker creates its share-group state and transaction state topics on
-// first use, and its JIT compiler is cold.
+// warmUp runs every contender, untimed, -warmup-rounds times over a
+// warm-up topic of -warmup-records: a fresh broker creates its share-group
+// state and transaction state topics on first use, and its JVM compiles
+// the hot paths of what the contenders make it do. Measured on a 2-core
+// machine (the broker's JIT compiler threads in /proc): a fresh broker
+// spends about half of its CPU in the first round compiling, about 40%
+// in the second and third, and then 12-38% for minutes, without settling
+// (large methods such as KafkaApis.handle are recompiled as contenders
+// take new paths). So a round or two more is cheap insurance, not a cure:
+// -trace prints each run's compiling time, and interleaved runs spread
+// what is left over the contenders.
 func (b *bench) warmUp(ctx context.Context) error {
-	size, n := b.opts.sizes[0], min(b.opts.records, 10_000)
+	size, n := b.opts.sizes[0], min(b.opts.records, b.opts.warmUpRecords)
 	src := b.name("warmup", "src")
 	created := []string{src}
 	defer func() { b.deleteTopics(created...) }()
@@ -268,11 +276,20 @@ func (b *bench) warmUp(ctx context.Context) error {
 	if err := b.load(ctx, src, size, n); err != nil {
 		return err
 	}
-	progress("warm-up: every contender once over %d records (not counted)", n)
-	for _, c := range contenders {
-		t := trial{c: c, size: size, run: 0, source: src, n: n, name: b.name("warmup", c.name)}
-		if _, err := b.runTrial(ctx, t, &created); err != nil {
-			return fmt.Errorf("warm-up: %w", err)
+	pid := b.br.pid()
+	for round := 1; round <= b.opts.warmUpRounds; round++ {
+		progress("warm-up round %d of %d: every contender once over %d records (not counted)", round, b.opts.warmUpRounds, n)
+		cpu0, jit0 := procCPU(pid), jitCPU(pid)
+		for _, c := range contenders {
+			t := trial{c: c, size: size, run: 0, source: src, n: n, name: b.name(fmt.Sprintf("warmup%d", round), c.name)}
+			if _, err := b.runTrial(ctx, t, &created); err != nil {
+				return fmt.Errorf("warm-up: %w", err)
+			}
+		}
+		if pid > 0 {
+			cpu, jit := procCPU(pid)-cpu0, jitCPU(pid)-jit0
+			progress("warm-up round %d: the broker used %s of CPU, %s of it (%.0f%%) compiling", round,
+				cpu.Round(10*time.Millisecond), jit.Round(10*time.Millisecond), 100*ratio(jit.Seconds(), cpu.Seconds()))
 		}
 	}
 	return nil

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -53,14 +55,17 @@ type traceCollector struct {
 	txns         int64
 	// CPU used during the run by the local broker's JVM and by this
 	// process (which runs the relay and the other contenders).
-	brokerCPU, selfCPU time.Duration
-	cpuStart           func() (broker, self time.Duration)
-	brokerCPU0         time.Duration
-	selfCPU0           time.Duration
+	brokerCPU, selfCPU, jit time.Duration
+	records                 int // of the run, for the CPU per record
+	brokerPid               int
+	brokerCPU0, selfCPU0    time.Duration
+	// threads0 and threads are the broker's CPU by thread group at the
+	// start, and used during the run.
+	threads0, threads map[string]time.Duration
 }
 
-func newTraceCollector(enabled bool) *traceCollector {
-	return &traceCollector{enabled: enabled, requests: make(map[int16]*durStats)}
+func newTraceCollector(enabled bool, records int) *traceCollector {
+	return &traceCollector{enabled: enabled, records: records, requests: make(map[int16]*durStats)}
 }
 
 // startCPU notes the CPU times of the broker process brokerPid (0: not
@@ -69,25 +74,33 @@ func (tc *traceCollector) startCPU(brokerPid int) {
 	if !tc.enabled {
 		return
 	}
-	tc.cpuStart = func() (time.Duration, time.Duration) { return procCPU(brokerPid), selfCPU() }
-	tc.brokerCPU0, tc.selfCPU0 = tc.cpuStart()
+	tc.brokerPid = brokerPid
+	tc.brokerCPU0, tc.selfCPU0, tc.threads0 = procCPU(brokerPid), selfCPU(), threadCPU(brokerPid)
 }
 
 func (tc *traceCollector) stopCPU() {
-	if tc.cpuStart == nil {
+	if !tc.enabled {
 		return
 	}
-	b, s := tc.cpuStart()
-	tc.brokerCPU, tc.selfCPU = b-tc.brokerCPU0, s-tc.selfCPU0
+	tc.brokerCPU, tc.selfCPU = procCPU(tc.brokerPid)-tc.brokerCPU0, selfCPU()-tc.selfCPU0
+	tc.threads = threadCPU(tc.brokerPid)
+	for name, d := range tc.threads0 {
+		tc.threads[name] -= d
+	}
+	tc.jit = jitOf(tc.threads)
 }
 
-// procCPU returns the user+system CPU time of process pid from
-// /proc/<pid>/stat (Linux), or 0.
-func procCPU(pid int) time.Duration {
+// procCPU returns the user+system CPU time of process pid, or of its
+// thread task when given, from /proc (Linux), or 0.
+func procCPU(pid int, task ...string) time.Duration {
 	if pid <= 0 {
 		return 0
 	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	path := fmt.Sprintf("/proc/%d/stat", pid)
+	if len(task) > 0 {
+		path = fmt.Sprintf("/proc/%d/task/%s/stat", pid, task[0])
+	}
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
@@ -108,6 +121,55 @@ func procCPU(pid int) time.Duration {
 }
 
 func selfCPU() time.Duration { return procCPU(os.Getpid()) }
+
+// threadCPU returns the CPU time each group of process pid's threads has
+// used, by thread name (/proc/<pid>/task/*/comm, which Linux cuts to 15
+// bytes) with digits folded to "N": the JVM names its threads by job
+// ("data-plane-kafk" request handlers, "TxnMarkerSende", "C2 CompilerThre",
+// …), so the groups tell where a broker's CPU goes without a profiler.
+func threadCPU(pid int) map[string]time.Duration {
+	if pid <= 0 {
+		return nil
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]time.Duration)
+	for _, t := range tasks {
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/comm", pid, t.Name()))
+		if err != nil {
+			continue
+		}
+		name := strings.Map(func(r rune) rune {
+			if r >= '0' && r <= '9' {
+				return 'N'
+			}
+			return r
+		}, strings.TrimSpace(string(comm)))
+		out[name] += procCPU(pid, t.Name())
+	}
+	return out
+}
+
+// jitCPU returns the CPU time the JVM pid's JIT compiler threads (named
+// "C1 CompilerThre…" and "C2 CompilerThre…" by HotSpot) have used, or 0.
+// A broker still compiling its hot paths spends a large share of a
+// 2-core machine on it: measured throughput is then the JIT's, not the
+// contender's.
+func jitCPU(pid int) time.Duration {
+	return jitOf(threadCPU(pid))
+}
+
+func jitOf(threads map[string]time.Duration) time.Duration {
+	var sum time.Duration
+	for name, d := range threads {
+		if strings.Contains(name, "CompilerThre") {
+			sum += d
+		}
+	}
+	return sum
+}
 
 // hooks returns the client option that reports requests to tc (no hooks
 // when tracing is off).
@@ -174,9 +236,25 @@ func (tc *traceCollector) print(name string) {
 		}
 		fmt.Fprintln(os.Stderr)
 	}
-	if tc.cpuStart != nil {
-		fmt.Fprintf(os.Stderr, "    trace %s cpu (whole run): broker %s, bench process %s\n", name,
-			tc.brokerCPU.Round(10*time.Millisecond), tc.selfCPU.Round(10*time.Millisecond))
+	if tc.brokerPid > 0 || tc.selfCPU > 0 {
+		fmt.Fprintf(os.Stderr, "    trace %s cpu (whole run): broker %s (of it JIT compiling %s), bench process %s", name,
+			tc.brokerCPU.Round(10*time.Millisecond), tc.jit.Round(10*time.Millisecond), tc.selfCPU.Round(10*time.Millisecond))
+		if tc.records > 0 {
+			perRec := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(tc.records) }
+			fmt.Fprintf(os.Stderr, "; per record: broker %.2fµs without the JIT, bench process %.2fµs, together %.2fµs",
+				perRec(tc.brokerCPU-tc.jit), perRec(tc.selfCPU), perRec(tc.brokerCPU-tc.jit+tc.selfCPU))
+		}
+		fmt.Fprintln(os.Stderr)
+		if len(tc.threads) > 0 {
+			names := slices.SortedFunc(maps.Keys(tc.threads), func(a, b string) int { return cmp.Compare(tc.threads[b], tc.threads[a]) })
+			var parts []string
+			for _, n := range names[:min(len(names), 12)] {
+				if d := tc.threads[n]; d >= 10*time.Millisecond {
+					parts = append(parts, fmt.Sprintf("%s %s", n, d.Round(10*time.Millisecond)))
+				}
+			}
+			fmt.Fprintf(os.Stderr, "    trace %s broker threads: %s\n", name, strings.Join(parts, "; "))
+		}
 	}
 	keys := make([]int16, 0, len(tc.requests))
 	for k := range tc.requests {
