@@ -29,8 +29,17 @@ func (g *ledgerGuard) Committed(srcs []Source) []bool {
 	out := make([]bool, len(srcs))
 	g.l.mu.Lock()
 	defer g.l.mu.Unlock()
+	// A batch is runs of records of one partition: look the partition up
+	// once a run, not once a record.
+	var (
+		last PartKey
+		ps   *partState
+	)
 	for i, s := range srcs {
-		out[i] = g.l.idx.Committed(PartKey{s.TopicID, s.Topic, s.Partition}, s.Offset)
+		if k := (PartKey{s.TopicID, s.Topic, s.Partition}); i == 0 || k != last {
+			last, ps = k, g.l.idx.parts[keyOf(k)]
+		}
+		out[i] = g.l.idx.committedIn(ps, s.Offset)
 	}
 	return out
 }
@@ -51,15 +60,23 @@ func (g *ledgerGuard) Claims(ctx context.Context, tx Tx, srcs []Source, outputs 
 	if err != nil {
 		return nil, fmt.Errorf("eos: claim: %w", err)
 	}
-	groups := make(map[partID]*claimGroup)
 	g.open, g.nSrcs = g.open[:0], len(srcs)
+	var cg *claimGroup
 	for i, s := range srcs {
-		k := PartKey{s.TopicID, s.Topic, s.Partition}
-		cg := groups[keyOf(k)]
-		if cg == nil {
-			cg = &claimGroup{key: k}
-			groups[keyOf(k)] = cg
-			g.open = append(g.open, cg)
+		// A transaction's source partitions are few: find the group
+		// by a short search rather than a map lookup per record.
+		if k := keyOf(PartKey{s.TopicID, s.Topic, s.Partition}); cg == nil || keyOf(cg.key) != k {
+			cg = nil
+			for _, o := range g.open {
+				if keyOf(o.key) == k {
+					cg = o
+					break
+				}
+			}
+			if cg == nil {
+				cg = &claimGroup{key: PartKey{s.TopicID, s.Topic, s.Partition}}
+				g.open = append(g.open, cg)
+			}
 		}
 		cg.offsets = append(cg.offsets, s.Offset)
 		cg.idx = append(cg.idx, i)

@@ -371,7 +371,12 @@ func (x *Index) resolve(p *pending, commit bool) {
 
 // Committed reports whether source offset o of k is committed.
 func (x *Index) Committed(k PartKey, o int64) bool {
-	ps := x.parts[keyOf(k)]
+	return x.committedIn(x.parts[keyOf(k)], o)
+}
+
+// committedIn reports whether offset o is committed in ps (nil: a
+// partition the index has no claim of).
+func (x *Index) committedIn(ps *partState, o int64) bool {
 	return ps != nil && ps.committed.Contains(o)
 }
 

@@ -2,6 +2,7 @@ package eos
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -16,8 +17,11 @@ func Ranges(offsets []int64) []Range {
 	if len(offsets) == 0 {
 		return nil
 	}
-	os := append([]int64(nil), offsets...)
-	sort.Slice(os, func(i, j int) bool { return os[i] < os[j] })
+	os := offsets
+	if !slices.IsSorted(os) { // a poll's offsets usually come in order
+		os = slices.Clone(offsets)
+		slices.Sort(os)
+	}
 	out := []Range{{os[0], os[0]}}
 	for _, o := range os[1:] {
 		last := &out[len(out)-1]

@@ -88,8 +88,18 @@ type Source struct {
 // SetSource replaces any sharerelay.source.* headers in hs with src's and
 // returns the result. The fan-out position of an upstream relay's output
 // is dropped too: it does not describe this record (see SetIndex).
+//
+// It is on every record's path, so it allocates twice whatever hs holds:
+// the new header slice, and one array the three values share (each
+// clipped to its own length, so appending to one cannot overwrite
+// another). extra is room left in the slice for headers the caller
+// appends next (SetIndex's two).
 func SetSource(hs []kgo.RecordHeader, src Source) []kgo.RecordHeader {
-	out := hs[:0:0]
+	return setSource(hs, src, 0)
+}
+
+func setSource(hs []kgo.RecordHeader, src Source, extra int) []kgo.RecordHeader {
+	out := make([]kgo.RecordHeader, 0, len(hs)+3+extra)
 	for _, h := range hs {
 		switch h.Key {
 		case HeaderSourceTopic, HeaderSourcePartition, HeaderSourceOffset, HeaderSourceIndex, HeaderSourceCount:
@@ -97,10 +107,16 @@ func SetSource(hs []kgo.RecordHeader, src Source) []kgo.RecordHeader {
 		}
 		out = append(out, h)
 	}
+	v := make([]byte, 0, len(src.Topic)+decLen(int64(src.Partition))+decLen(src.Offset))
+	v = append(v, src.Topic...)
+	t := len(v)
+	v = strconv.AppendInt(v, int64(src.Partition), 10)
+	p := len(v)
+	v = strconv.AppendInt(v, src.Offset, 10)
 	return append(out,
-		kgo.RecordHeader{Key: HeaderSourceTopic, Value: []byte(src.Topic)},
-		kgo.RecordHeader{Key: HeaderSourcePartition, Value: strconv.AppendInt(nil, int64(src.Partition), 10)},
-		kgo.RecordHeader{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, src.Offset, 10)},
+		kgo.RecordHeader{Key: HeaderSourceTopic, Value: v[:t:t]},
+		kgo.RecordHeader{Key: HeaderSourcePartition, Value: v[t:p:p]},
+		kgo.RecordHeader{Key: HeaderSourceOffset, Value: v[p:len(v):len(v)]},
 	)
 }
 
@@ -130,6 +146,18 @@ func SourceOf(r *kgo.Record) (src Source, ok bool) {
 		}
 	}
 	return src, have == 7
+}
+
+// decLen is the length of n in decimal.
+func decLen(n int64) int {
+	l := 1
+	if n < 0 {
+		l, n = 2, -n // an int64's least value is no source coordinate
+	}
+	for ; n >= 10; n /= 10 {
+		l++
+	}
+	return l
 }
 
 // SetIndex replaces any sharerelay.source.index and .count headers in hs

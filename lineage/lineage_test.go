@@ -84,3 +84,18 @@ func TestSetReplayReplacesAnEarlierReplaysHeadersAndReplayOfReadsThem(t *testing
 		t.Fatal("ReplayOf accepted a record with only a topic")
 	}
 }
+
+func TestSetSourceValuesDoNotShareRoomToGrowInto(t *testing.T) {
+	for _, src := range []Source{{Topic: "orders", Partition: 0, Offset: 0}, {Topic: "o", Partition: 2147483647, Offset: 9223372036854775807}, {Topic: "t", Partition: -1, Offset: -42}} {
+		hs := SetSource(nil, src)
+		got, ok := SourceOf(&kgo.Record{Headers: hs})
+		if !ok || got != src {
+			t.Fatalf("SourceOf(SetSource(%+v)) = %+v, %v", src, got, ok)
+		}
+		for _, h := range hs {
+			if cap(h.Value) != len(h.Value) {
+				t.Fatalf("header %s has room to grow (len %d, cap %d): an append would overwrite its neighbour", h.Key, len(h.Value), cap(h.Value))
+			}
+		}
+	}
+}

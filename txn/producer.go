@@ -263,21 +263,31 @@ func (p *Producer) Produce(ctx context.Context, recs ...*kgo.Record) error {
 	p.produced += int64(len(recs))
 	var (
 		mu     sync.Mutex
-		failed = map[int]error{}
+		failed map[int]error
+		at     map[*kgo.Record]int // a record's index, built at the first failure
 		left   = len(recs)
 		done   = make(chan struct{})
 	)
-	for i, r := range recs {
-		p.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				failed[i] = fmt.Errorf("producing to %s: %w", r.Topic, kafkaerr.Denied(err, "WRITE", r.Topic, ""))
+	// One promise for every record (a closure per record would be an
+	// allocation per record on the hot path).
+	promise := func(r *kgo.Record, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			if at == nil {
+				failed, at = make(map[int]error), make(map[*kgo.Record]int, len(recs))
+				for i, r := range recs {
+					at[r] = i
+				}
 			}
-			if left--; left == 0 {
-				close(done)
-			}
-		})
+			failed[at[r]] = fmt.Errorf("producing to %s: %w", r.Topic, kafkaerr.Denied(err, "WRITE", r.Topic, ""))
+		}
+		if left--; left == 0 {
+			close(done)
+		}
+	}
+	for _, r := range recs {
+		p.cl.Produce(ctx, r, promise)
 	}
 	select {
 	case <-done:
