@@ -14,7 +14,8 @@ const (
 	DefaultTransactionTimeout   = 10 * time.Second
 	DefaultMaxRecords           = 2000
 	DefaultPollTimeout          = time.Second
-	DefaultConsumers            = 2
+	DefaultConsumers            = 4
+	DefaultLinger               = 20 * time.Millisecond
 	DefaultTransformConcurrency = 1
 	DefaultDeadLetterAck        = DeadLetterAccept
 	// DefaultLedgerSuffix follows the pipeline name in the default ledger
@@ -22,7 +23,7 @@ const (
 	DefaultLedgerSuffix = ".ledger"
 	// Client tuning; see Client.
 	DefaultRequestTimeout = 10 * time.Second
-	DefaultCompression    = "none"
+	DefaultCompression    = "snappy"
 	DefaultFetchMaxBytes  = 50 << 20
 	DefaultFetchMaxWait   = 500 * time.Millisecond
 )
@@ -37,12 +38,15 @@ const (
 //	source.manage_group_config       true
 //	output.transaction_timeout       10s
 //	dead_letter.ack                  accept
-//	batch.max_records                500
+//	batch.max_records                2000
 //	batch.poll_timeout               1s
+//	batch.consumers                  4
+//	batch.linger                     20ms
+//	batch.transform_concurrency      1
 //	batch.renew_locks                true
 //	ledger.topic                     <name>.ledger
 //	client.request_timeout           10s
-//	client.producer.compression      none
+//	client.producer.compression      snappy
 //	client.consumer.fetch_max_bytes  52428800 (50 MiB)
 //	client.consumer.fetch_max_wait   500ms
 //
@@ -83,6 +87,7 @@ func (p *Pipeline) setDefaults(explicit func(path string) bool) {
 	num("batch.max_records", &p.Batch.MaxRecords, DefaultMaxRecords)
 	dur("batch.poll_timeout", &p.Batch.PollTimeout, DefaultPollTimeout)
 	num("batch.consumers", &p.Batch.Consumers, DefaultConsumers)
+	dur("batch.linger", &p.Batch.Linger, DefaultLinger)
 	num("batch.transform_concurrency", &p.Batch.TransformConcurrency, DefaultTransformConcurrency)
 	if p.Batch.RenewLocks == nil {
 		renew := true

@@ -194,7 +194,7 @@ func TestAPipelinePrintsMarshalsAndLogsWithItsSecretsRedacted(t *testing.T) {
 	// The log still says what it can: the effective settings.
 	for _, want := range []string{
 		"config.sasl.mechanism=OAUTHBEARER", "config.sasl.client_secret=[redacted]",
-		"config.client.producer.compression=none", "config.output.transaction_timeout=10s",
+		"config.client.producer.compression=snappy", "config.output.transaction_timeout=10s",
 		"config.tls.insecure_skip_verify=true",
 	} {
 		if !strings.Contains(text.String(), want) {

@@ -121,12 +121,20 @@ type Batch struct {
 	// KIP-1222), so slow work is not delivered again needlessly. An
 	// optimisation only: exactly-once never depends on a lock being held.
 	RenewLocks *bool `yaml:"renew_locks" json:"renew_locks"`
-	// Consumers is the number of share consumers per worker (default 2,
+	// Consumers is the number of share consumers per worker (default 4,
 	// 1..16). Each polls up to MaxRecords; a worker writes every poll that
 	// is ready in one transaction, so more consumers make transactions
 	// larger and let the next fetch overlap the current commit. A worker
 	// holds up to Consumers × MaxRecords records at once.
 	Consumers int `yaml:"consumers" json:"consumers"`
+	// Linger is how long a worker whose ready polls hold fewer than half
+	// of Consumers × MaxRecords records waits for the polls of its other
+	// consumers before writing them (default 20ms, 0 to 1s; 0 writes what
+	// is ready at once). A share group hands out records in pieces when
+	// its record locks run short, and each piece written alone costs a
+	// whole transaction; a trickle of records is delayed by at most
+	// Linger.
+	Linger time.Duration `yaml:"linger" json:"linger"`
 	// TransformConcurrency is how many records of a batch a worker
 	// transforms at once (default 1, at most 256): for slow, I/O-bound
 	// steps. Outputs keep the batch's order; records of a share group

@@ -166,6 +166,9 @@ func (v *validator) validate() {
 	if b := p.Batch; b.Consumers < 1 || b.Consumers > MaxConsumers {
 		v.add("batch.consumers", "must be between 1 and %d, got %s", MaxConsumers, v.showAny("batch.consumers", b.Consumers))
 	}
+	if b := p.Batch; b.Linger < 0 || b.Linger > MaxLinger {
+		v.add("batch.linger", "must be between 0 and %s, got %s", MaxLinger, v.showAny("batch.linger", b.Linger))
+	}
 	if b := p.Batch; b.TransformConcurrency < 1 || b.TransformConcurrency > MaxTransformConcurrency {
 		v.add("batch.transform_concurrency", "must be between 1 and %d, got %s", MaxTransformConcurrency, v.showAny("batch.transform_concurrency", b.TransformConcurrency))
 	}

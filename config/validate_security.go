@@ -20,7 +20,7 @@ import (
 const (
 	MinRequestTimeout = time.Second
 	MaxRequestTimeout = 15 * time.Minute
-	MaxLinger         = time.Second
+	MaxLinger         = time.Second // client.producer.linger and batch.linger
 	MinBatchBytes     = 512
 	MaxBatchBytes     = 1 << 30
 	MinFetchMaxBytes  = 1 << 10

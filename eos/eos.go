@@ -38,7 +38,10 @@ type Tx interface {
 //  3. Resolve, when the commit's outcome is unknown: the Guard decides
 //     whether the transaction committed. It never guesses.
 //
-// A Guard is used by one worker goroutine at a time.
+// A Guard is used by one worker goroutine at a time, but for Committed,
+// which only reads the ledger and may run while another goroutine ends
+// the Guard's transaction (a worker commits a batch's last transaction in
+// the background while it takes the next batch).
 type Guard interface {
 	Committed(srcs []Source) []bool
 	Claims(ctx context.Context, tx Tx, srcs []Source, outputs []string) ([]*kgo.Record, error)

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/integration/harness"
@@ -358,4 +360,36 @@ func relayVerify(t *testing.T, p *harness.Pipeline) (int, audit.Report) {
 		t.Fatalf("relay verify: exit %d (%v, %v), output:\n%s\n%s", code, err, jerr, out, pr.LogTail(3000))
 	}
 	return code, r
+}
+
+// groupConfig returns the value the broker reports for share group
+// group's config key.
+func groupConfig(t *testing.T, seeds []string, group, key string) string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	req.Resources = append(req.Resources, res)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			t.Fatalf("describing the configs of group %s: %v", group, err)
+		}
+		for _, c := range r.Configs {
+			if c.Name == key && c.Value != nil {
+				return *c.Value
+			}
+		}
+	}
+	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sharerelay/sharerelay/integration/harness"
+	"github.com/sharerelay/sharerelay/relay"
 )
 
 // bookNestTransforms are the BookNest rules of configs/booknest-packing.yaml.
@@ -32,6 +33,32 @@ func TestRealBrokerBookNestWithTwoProcesses(t *testing.T) {
 				if code, err := pr.Wait(30 * time.Second); err != nil || code != 0 {
 					t.Fatalf("%s after SIGTERM: exit %d, %v; want 0", pr.Name(), code, err)
 				}
+			}
+		})
+	}
+}
+
+// A relay that may hold more records than the broker's default record
+// lock limit per share partition raises its group's limit, within the
+// broker's maximum (2,000 and 4,000 on a default broker); one that holds
+// fewer leaves it alone. Both relay exactly once.
+func TestRealBrokerTheRelayRaisesItsGroupsRecordLockLimit(t *testing.T) {
+	seeds := seedsFor(t)
+	for _, c := range []struct {
+		name       string
+		maxRecords int
+		want       string
+	}{
+		{"1 worker of 4 consumers × 1000 records", 1000, "4000"},
+		{"1 worker of 4 consumers × 50 records", 50, "2000"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newPipe(t, seeds, harness.PipelineOptions{Workers: 1, MaxRecords: c.maxRecords})
+			seedOrders(t, p, 1, 500)
+			startRelay(t, p, "a")
+			exactlyOnce(t, settled(t, p, 500, 2*time.Minute), 500, 0)
+			if got := groupConfig(t, seeds, p.Group, relay.GroupRecordLocks); got != c.want {
+				t.Fatalf("%s = %q, want %s", relay.GroupRecordLocks, got, c.want)
 			}
 		})
 	}

@@ -404,7 +404,7 @@ func (c *checker) group(ctx context.Context) {
 		c.rep.add(OK, check+" configs", "left alone (source.manage_group_config: false), so ALTER_CONFIGS is not needed")
 		return
 	}
-	set := c.relaySets()
+	set, _ := relay.GroupConfigsToSet(ctx, c.cl, c.p)
 	err = validateGroupConfigs(ctx, c.cl, g, set)
 	keys := slices.Sorted(func(yield func(string) bool) {
 		for k := range set {
@@ -426,18 +426,6 @@ func (c *checker) group(ctx context.Context) {
 // managed reports whether the relay sets the group's configs.
 func (c *checker) managed() bool {
 	return c.p.Source.ManageGroupConfig == nil || *c.p.Source.ManageGroupConfig
-}
-
-// relaySets returns the configs the relay sets on the group at start.
-func (c *checker) relaySets() map[string]string {
-	set := map[string]string{
-		relay.GroupAutoOffsetReset: c.p.Source.AutoOffsetReset,
-		relay.GroupIsolationLevel:  c.p.Source.IsolationLevel,
-	}
-	for k, v := range c.p.Source.GroupConfigs {
-		set[k] = v
-	}
-	return set
 }
 
 // transactionalIDs checks WRITE on the pipeline's transactional ids with an

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/internal/kafkaerr"
 )
 
@@ -24,11 +25,60 @@ const (
 	GroupDeliveryCountLimit = "share.delivery.count.limit"
 	GroupLockDuration       = "share.record.lock.duration.ms"
 
+	// GroupRecordLocks bounds the records the whole group holds locked
+	// at once in one share partition (KIP-932). Above it, share fetches
+	// come back with what is left: small polls, and small transactions.
+	GroupRecordLocks = "share.partition.max.record.locks"
+
+	brokerRecordLocks        = "group.share.partition.max.record.locks"     // the broker's default for groups
+	brokerMaxRecordLocks     = "group.share.max.partition.max.record.locks" // the most a group may set
 	brokerDeliveryCountLimit = "group.share.delivery.count.limit"
 	brokerLockDuration       = "group.share.record.lock.duration.ms"
 	defaultDeliveryLimit     = 5
 	defaultLockDurationMs    = 30000
 )
+
+// GroupConfigsToSet returns the share-group configs the relay sets at start
+// when it manages the group's configs (source.manage_group_config): the
+// offset reset and isolation level, source.group_configs, and — unless
+// the file sets it — a record lock limit (GroupRecordLocks) raised to
+// what the relay's instance may hold, workers × batch.consumers ×
+// batch.max_records, within the broker's allowed maximum. note says what
+// was decided about the lock limit, for the log. A broker whose configs
+// cannot be read keeps its own limit.
+func GroupConfigsToSet(ctx context.Context, cl *kgo.Client, p *config.Pipeline) (cfgs map[string]string, note string) {
+	cfgs = map[string]string{
+		GroupAutoOffsetReset: p.Source.AutoOffsetReset,
+		GroupIsolationLevel:  p.Source.IsolationLevel,
+	}
+	maps.Copy(cfgs, p.Source.GroupConfigs)
+	if _, set := p.Source.GroupConfigs[GroupRecordLocks]; set {
+		return cfgs, "record lock limit set by source.group_configs"
+	}
+	want := p.Workers * p.Batch.Consumers * p.Batch.MaxRecords
+	bc, err := brokerConfig(ctx, kadm.NewClient(cl), brokerRecordLocks, brokerMaxRecordLocks)
+	def, derr := strconv.Atoi(bc[brokerRecordLocks])
+	most, merr := strconv.Atoi(bc[brokerMaxRecordLocks])
+	if err != nil || derr != nil || merr != nil {
+		return cfgs, fmt.Sprintf("record lock limit left to the broker (its %s and %s are not readable)", brokerRecordLocks, brokerMaxRecordLocks)
+	}
+	v, raise := recordLockLimit(want, def, most)
+	if !raise {
+		return cfgs, fmt.Sprintf("record lock limit left at the broker's %d (the relay holds up to %d records)", def, want)
+	}
+	cfgs[GroupRecordLocks] = strconv.Itoa(v)
+	return cfgs, fmt.Sprintf("record lock limit %d: the relay holds up to %d records, the broker's default is %d and its maximum %d", v, want, def, most)
+}
+
+// recordLockLimit decides the group's record lock limit for a relay that
+// holds up to want records, on a broker whose default is def and maximum
+// most: raised to want, within most, and never lowered below def.
+func recordLockLimit(want, def, most int) (limit int, raise bool) {
+	if want <= def || most <= def {
+		return def, false
+	}
+	return min(want, most), true
+}
 
 // SetGroupConfigs sets the share group's configs with IncrementalAlterConfigs
 // on the GROUP resource (kadm has no helper for that resource type).
@@ -122,8 +172,15 @@ func describeGroupConfig(ctx context.Context, cl *kgo.Client, group string) (map
 }
 
 // brokerConfig returns the broker-level values of names, from any broker.
+// It describes brokers by id: described without one, Kafka answers with
+// the cluster-wide dynamic overrides only, without the values a broker
+// runs with (server.properties, defaults).
 func brokerConfig(ctx context.Context, adm *kadm.Client, names ...string) (map[string]string, error) {
-	rcs, err := adm.DescribeBrokerConfigs(ctx)
+	brokers, err := adm.ListBrokers(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing brokers: %w", err)
+	}
+	rcs, err := adm.DescribeBrokerConfigs(ctx, brokers.NodeIDs()...)
 	if err != nil {
 		return nil, fmt.Errorf("describing broker configs: %w", err)
 	}

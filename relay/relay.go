@@ -386,13 +386,8 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 	r.log.Info("largest record batches the topics take (max.message.bytes)", "bytes", sizes)
 
 	if r.p.Source.ManageGroupConfig == nil || *r.p.Source.ManageGroupConfig {
-		cfgs := map[string]string{
-			GroupAutoOffsetReset: r.p.Source.AutoOffsetReset,
-			GroupIsolationLevel:  r.p.Source.IsolationLevel,
-		}
-		for k, v := range r.p.Source.GroupConfigs {
-			cfgs[k] = v
-		}
+		cfgs, note := GroupConfigsToSet(ctx, cl, r.p)
+		r.log.Info("share group "+note, "group", r.p.Source.Group)
 		if err := SetGroupConfigs(ctx, cl, r.p.Source.Group, cfgs); err != nil {
 			return nil, fmt.Errorf("relay: %w", err)
 		}
@@ -590,7 +585,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 	w := &worker{
 		id: i, label: label, pipeline: r.p.Name,
 		outputTopic: r.p.Output.Topic, dlqTopic: r.p.DeadLetter.Topic, writes: r.p.OutputTopics(), spans: spans,
-		limits: &r.limits, txnTimeout: r.p.Output.TransactionTimeout, pollTimeout: r.p.Batch.PollTimeout,
+		limits: &r.limits, txnTimeout: r.p.Output.TransactionTimeout, pollTimeout: r.p.Batch.PollTimeout, linger: r.p.Batch.Linger,
 		topicIDs: topicIDs, renewEvery: r.renewEvery(),
 		src: src, most: r.p.Batch.Consumers * r.p.Batch.MaxRecords, concurrency: r.p.Batch.TransformConcurrency,
 		prod: lanes[0].prod, newProducer: lanes[0].newProducer, guard: lanes[0].guard,

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,8 +20,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
 	"github.com/sharerelay/sharerelay/audit"
@@ -28,6 +31,7 @@ import (
 	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/internal/failpoint"
 	"github.com/sharerelay/sharerelay/lineage"
+	"github.com/sharerelay/sharerelay/metrics"
 	"github.com/sharerelay/sharerelay/transform"
 )
 
@@ -150,11 +154,11 @@ func TestAnUnresolvedBatchIsReleasedAndItsConsumerWaitsForIt(t *testing.T) {
 	// Take records and decide nothing about them.
 	var b *batch
 	for (b == nil || b.len() == 0) && ctx.Err() == nil {
-		b, _ = src.next(ctx, time.Second, 100)
+		b, _ = src.next(ctx, time.Second, 100, 0)
 	}
 	first := b.len()
 	// While they are held, the consumer does not poll again.
-	if held, _ := src.next(ctx, 500*time.Millisecond, 100); held.len() != 0 {
+	if held, _ := src.next(ctx, 500*time.Millisecond, 100, 0); held.len() != 0 {
 		t.Fatalf("the consumer polled again (%d records) before its poll was acknowledged", held.len())
 	}
 	src.ack(b)
@@ -164,7 +168,7 @@ func TestAnUnresolvedBatchIsReleasedAndItsConsumerWaitsForIt(t *testing.T) {
 	// They come back: released, not accepted.
 	var redelivered int
 	for redelivered < first && ctx.Err() == nil {
-		b, _ := src.next(ctx, time.Second, 100)
+		b, _ := src.next(ctx, time.Second, 100, 0)
 		for i, r := range b.recs {
 			if r.DeliveryCount() >= 2 {
 				redelivered++
@@ -656,5 +660,109 @@ func BenchmarkTwinsOfABatchWithoutCopies(b *testing.B) {
 		if twins(recs) != nil {
 			b.Fatal("copies found")
 		}
+	}
+}
+
+func TestTheRecordLockLimitIsRaisedToWhatTheRelayHoldsWithinTheBrokersMaximum(t *testing.T) {
+	for _, c := range []struct {
+		want, def, most int
+		limit           int
+		raise           bool
+	}{
+		{want: 8000, def: 2000, most: 4000, limit: 4000, raise: true},  // a worker of 4 consumers × 2000: capped
+		{want: 3000, def: 2000, most: 4000, limit: 3000, raise: true},  // what it holds
+		{want: 1000, def: 2000, most: 4000, limit: 2000, raise: false}, // never lowered
+		{want: 8000, def: 2000, most: 2000, limit: 2000, raise: false}, // a broker that allows no more
+	} {
+		limit, raise := recordLockLimit(c.want, c.def, c.most)
+		if limit != c.limit || raise != c.raise {
+			t.Errorf("recordLockLimit(%d, %d, %d) = %d, %v; want %d, %v", c.want, c.def, c.most, limit, raise, c.limit, c.raise)
+		}
+	}
+}
+
+func TestGroupConfigsLeaveTheRecordLockLimitToABrokerThatDoesNotSayItsMaximum(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "orders", "jobs", "jobs.dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	p := pipeline(t, c, "")
+	cfgs, note := GroupConfigsToSet(context.Background(), cl, p)
+	if _, set := cfgs[GroupRecordLocks]; set || !strings.Contains(note, "left to the broker") {
+		t.Fatalf("GroupConfigsToSet = %v, %q; want no %s (kfake has no %s)", cfgs, note, GroupRecordLocks, brokerMaxRecordLocks)
+	}
+	p.Source.GroupConfigs = map[string]string{GroupRecordLocks: "3000"}
+	cfgs, note = GroupConfigsToSet(context.Background(), cl, p)
+	if cfgs[GroupRecordLocks] != "3000" || !strings.Contains(note, "source.group_configs") {
+		t.Fatalf("GroupConfigsToSet = %v, %q; want the file's 3000", cfgs, note)
+	}
+}
+
+// The last transaction of a batch commits in the background while the
+// worker writes the next batch on its other lane, and the batch is
+// acknowledged only once that commit has ended: here the first EndTxn is
+// held until the other lane's EndTxn arrives (which a worker that waited
+// for its commit never sends), then refused. Its records must come back
+// and be written once; acknowledging them before the commit ended would
+// lose them.
+func TestABatchCommittingInTheBackgroundIsAcknowledgedOnlyWhenItsCommitEnds(t *testing.T) {
+	const n = 600
+	c := fakeCluster(t)
+	seedOrders(t, c, n)
+	var (
+		mu         sync.Mutex
+		first      string // the transactional id of the held EndTxn
+		overlap    = make(chan struct{})
+		overlapped bool
+	)
+	c.ControlKey(kmsg.EndTxn.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		end := req.(*kmsg.EndTxnRequest)
+		mu.Lock()
+		switch {
+		case first == "" && end.Commit:
+			first = end.TransactionalID
+			mu.Unlock()
+			c.SleepControl(func() {
+				select {
+				case <-overlap:
+				case <-time.After(10 * time.Second):
+				}
+			})
+			c.DropControl()
+			resp := end.ResponseKind().(*kmsg.EndTxnResponse)
+			resp.ErrorCode = kerr.TransactionAbortable.Code
+			return resp, nil, true
+		case first != "" && end.TransactionalID != first && !overlapped:
+			overlapped = true
+			close(overlap)
+		}
+		mu.Unlock()
+		return nil, nil, false
+	})
+	p := pipeline(t, c, "")
+	p.Delivery = config.ExactlyOnce
+	p.Workers = 1
+	r, err := New(Options{Pipeline: p, Instance: "t", Logger: quietLogger(), LedgerMarkers: eos.MarkersAtSameOrNextEpoch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, _ := runUntil(t, r, c, n)
+	mu.Lock()
+	defer mu.Unlock()
+	if !overlapped {
+		t.Fatalf("no other transaction ended while %s's commit was held: the worker waited for it", first)
+	}
+	if jobs.Records != n || len(jobs.BySource) != n || len(jobs.Duplicates()) > 0 {
+		t.Fatalf("output holds %d records from %d sources (%d duplicated), want %d once each", jobs.Records, len(jobs.BySource), len(jobs.Duplicates()), n)
+	}
+	if got := testutil.ToFloat64(r.Metrics().Transactions.WithLabelValues("0", metrics.TxnAborted)); got < 1 {
+		t.Fatalf("transactions_total{outcome=aborted} = %v, want the refused commit counted", got)
 	}
 }

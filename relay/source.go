@@ -151,12 +151,15 @@ func (b *batch) add(p *poll) {
 
 // next returns the next batch: it waits up to timeout for a first poll,
 // then takes every poll already waiting, up to most records (a poll is
-// never split). It does not wait for more: a fetcher whose poll is still
-// in flight overlaps the batch's transaction, and waiting for it (a
-// linger) measured no larger transactions, only more latency. An empty
-// batch (and no error) means nothing arrived in time. Errors of polls
-// come back with the records that came with them.
-func (s *shareSource) next(ctx context.Context, timeout time.Duration, most int) (*batch, error) {
+// never split). A batch holding fewer than most/2 records then waits up
+// to linger for the polls of the fetchers still fetching, and takes them
+// as they come, until it holds most/2, every fetcher has handed in, or
+// linger is over: a share group hands out records in pieces when its
+// record locks run short (share.partition.max.record.locks), and every
+// piece written alone costs a whole transaction. linger 0 takes only
+// what is ready. An empty batch (and no error) means nothing arrived in
+// time. Errors of polls come back with the records that came with them.
+func (s *shareSource) next(ctx context.Context, timeout time.Duration, most int, linger time.Duration) (*batch, error) {
 	b := &batch{}
 	var errs []error
 	take := func() {
@@ -191,6 +194,20 @@ func (s *shareSource) next(ctx context.Context, timeout time.Duration, most int)
 			return b, nil
 		}
 		take()
+	}
+	if linger > 0 && len(errs) == 0 && b.len() < most/2 && len(b.polls) < len(s.fetchers) {
+		l := time.NewTimer(linger)
+		defer l.Stop()
+		for b.len() < most/2 && len(b.polls) < len(s.fetchers) && len(errs) == 0 {
+			select {
+			case <-s.arrived:
+				take()
+				continue
+			case <-l.C:
+			case <-ctx.Done():
+			}
+			break
+		}
 	}
 	return b, errors.Join(errs...)
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -38,6 +39,9 @@ type worker struct {
 	limits      *limits // shared with the Relay, which refreshes them
 	txnTimeout  time.Duration
 	pollTimeout time.Duration
+	// linger is how long a small batch waits for the polls of the
+	// worker's other consumers (batch.linger; see shareSource.next).
+	linger time.Duration
 	// most is the most records of one batch (batch.consumers ×
 	// batch.max_records).
 	most int
@@ -76,6 +80,11 @@ type worker struct {
 	// two (see switchLane). prod, guard, stale and newProducer are the
 	// current lane's.
 	spare *lane
+	// committing is the current lane's background commit (see lane).
+	committing chan laneResult
+	// failedInBackground counts background commits that did not commit,
+	// for the run loop's backoff.
+	failedInBackground int
 	// fencedAt is when the producer was last fenced (see fenced), and
 	// disrupt when its clients last failed to reach a broker
 	// (fencing.go); nil in tests that do not track it.
@@ -134,7 +143,7 @@ func (w *worker) run(ctx context.Context) error {
 			}
 		}
 		polled := time.Now()
-		b, err := w.src.next(ctx, w.pollTimeout, w.most)
+		b, err := w.src.next(ctx, w.pollTimeout, w.most, w.linger)
 		if b.len() > 0 {
 			w.phase(metrics.PhasePoll, polled)
 		} else {
@@ -153,7 +162,7 @@ func (w *worker) run(ctx context.Context) error {
 		}
 		res, err := w.process(ctx, b)
 		if err != nil {
-			return err
+			return errors.Join(err, w.drain())
 		}
 		switch res {
 		case batchDone:
@@ -161,8 +170,12 @@ func (w *worker) run(ctx context.Context) error {
 		case batchFailed:
 			failures++
 		}
+		if w.failedInBackground > 0 {
+			failures += w.failedInBackground
+			w.failedInBackground = 0
+		}
 	}
-	return nil
+	return w.drain()
 }
 
 // batchResult is how process ended a batch, for the backoff before the
@@ -173,16 +186,25 @@ const (
 	batchDone    batchResult = iota // every record resolved by commits (or none to write)
 	batchFailed                     // a transaction did not commit: the rest was released
 	batchStopped                    // shutdown, a pause cut short, or a fenced producer
+	// batchCommitting: the batch's last transaction commits in the
+	// background on its lane (commitInBackground), which then
+	// acknowledges the batch; its result is taken when the lane is next
+	// used (harvest).
+	batchCommitting
 )
 
 // process takes one batch from transform to acknowledgement: the record's
 // whole path. Every record of b has an acknowledgement chosen when it
 // returns, whatever happened.
-func (w *worker) process(ctx context.Context, b *batch) (batchResult, error) {
+func (w *worker) process(ctx context.Context, b *batch) (res batchResult, err error) {
 	start := w.now()
 	stopRenew := w.renewWhileInFlight(ctx, b)
 	twins := twins(b.recs)
-	defer func() {
+	// finish acknowledges the batch once each record's fate is chosen:
+	// when process returns, or — when the batch's last transaction
+	// commits in the background (batchCommitting) — once that commit
+	// has ended.
+	finish := func() {
 		stopRenew()
 		for dup, kept := range twins {
 			b.set(dup, b.acks[kept])
@@ -195,32 +217,45 @@ func (w *worker) process(ctx context.Context, b *batch) (batchResult, error) {
 		if lock := w.limits.lock(); lock > 0 {
 			w.m.LockBudget.WithLabelValues(w.label).Observe(d.Seconds() / lock.Seconds())
 		}
+	}
+	defer func() {
+		if res != batchCommitting {
+			finish()
+		}
 	}()
 
 	srcs := make([]eos.Source, b.len())
+	redelivered := 0
 	for i, r := range b.recs {
 		srcs[i] = eos.Source{Topic: r.Topic, TopicID: w.topicIDs[r.Topic], Partition: r.Partition, Offset: r.Offset}
-		w.m.RecordsPolled.WithLabelValues(w.label).Inc()
 		if r.DeliveryCount() > 1 {
-			w.m.Redeliveries.WithLabelValues(w.label).Inc()
+			redelivered++
 		}
+	}
+	w.m.RecordsPolled.WithLabelValues(w.label).Add(float64(b.len()))
+	if redelivered > 0 {
+		w.m.Redeliveries.WithLabelValues(w.label).Add(float64(redelivered))
 	}
 
 	// 1. Records an earlier transaction already committed are done; a
 	// second copy of a record in the batch is not written at all.
 	transformed := time.Now()
 	done := w.guard.Committed(srcs)
-	var todo []int
+	todo := make([]int, 0, b.len())
+	already := 0
 	for i := range b.recs {
 		if _, dup := twins[i]; dup {
 			continue
 		}
 		if done[i] {
 			b.set(i, kgo.AckAccept)
-			w.m.AlreadyCommitted.WithLabelValues(w.label).Inc()
+			already++
 			continue
 		}
 		todo = append(todo, i)
+	}
+	if already > 0 {
+		w.m.AlreadyCommitted.WithLabelValues(w.label).Add(float64(already))
 	}
 	// 2. Transform. A filtered record (no outputs) is claimed with the
 	// others, so the ledger's committed set has no hole for it.
@@ -236,7 +271,7 @@ func (w *worker) process(ctx context.Context, b *batch) (batchResult, error) {
 	w.phase(metrics.PhaseTransform, transformed)
 
 	// 3. Write the plans in transactions.
-	return w.writeAll(ctx, b, plans, srcs, pending)
+	return w.writeAll(ctx, b, plans, srcs, pending, finish)
 }
 
 // writeAll writes the plans of pending in transactions until every one is
@@ -252,7 +287,12 @@ func (w *worker) process(ctx context.Context, b *batch) (batchResult, error) {
 // keyless record in a compacted topic, and does not say which): they are
 // written apart, halving each group that is refused again, until the
 // refused records are alone and can be dead-lettered.
-func (w *worker) writeAll(ctx context.Context, b *batch, plans []plan, srcs []eos.Source, pending []int) (batchResult, error) {
+//
+// The last transaction of a batch commits in the background when the
+// worker has a second lane (exactly-once): the worker goes on with the
+// next batch on the other lane while the coordinator ends this one, and
+// this batch is acknowledged when its commit has ended (finish).
+func (w *worker) writeAll(ctx context.Context, b *batch, plans []plan, srcs []eos.Source, pending []int, finish func()) (batchResult, error) {
 	var suspects [][]int
 	defer func() {
 		for _, i := range pending {
@@ -268,20 +308,20 @@ func (w *worker) writeAll(ctx context.Context, b *batch, plans []plan, srcs []eo
 		if len(pending) == 0 {
 			pending, suspects = suspects[0], suspects[1:]
 		}
-		now, later := w.fit(b, plans, pending)
+		now, later := w.fit(b, plans, pending, w.prod.MaxBatchBytes())
 		out := w.write(ctx, plans, srcs, now)
+		if out.kind == ready {
+			if w.spare != nil && len(later) == 0 && len(suspects) == 0 {
+				w.commitInBackground(ctx, b, plans, now, finish)
+				pending = nil // the background commit chooses their fate
+				return batchCommitting, nil
+			}
+			out = w.commit(ctx, w.prod, w.guard, len(now))
+			w.stale = w.stale || out.stale
+		}
 		switch out.kind {
 		case committed:
-			w.health.fine(w.id)
-			w.countCommitted(plans, now)
-			_ = failpoint.Hit(failpoint.AfterCommitBeforeAck)
-			for _, i := range now {
-				ack := kgo.AckAccept
-				if plans[i].deadLetter && w.rejectDeadLetters {
-					ack = kgo.AckReject // dead_letter.ack: reject
-				}
-				b.set(i, ack)
-			}
+			w.committed(b, plans, now)
 			pending = later
 		case conflict:
 			// An earlier transaction committed some of these records:
@@ -331,6 +371,88 @@ func (w *worker) writeAll(ctx context.Context, b *batch, plans []plan, srcs []eo
 		}
 	}
 	return batchDone, nil
+}
+
+// committed chooses the acknowledgement of the records a committed
+// transaction wrote: accept, or reject for a dead letter under
+// dead_letter.ack: reject.
+func (w *worker) committed(b *batch, plans []plan, now []int) {
+	w.health.fine(w.id)
+	w.countCommitted(plans, now)
+	_ = failpoint.Hit(failpoint.AfterCommitBeforeAck)
+	for _, i := range now {
+		ack := kgo.AckAccept
+		if plans[i].deadLetter && w.rejectDeadLetters {
+			ack = kgo.AckReject // dead_letter.ack: reject
+		}
+		b.set(i, ack)
+	}
+}
+
+// commitInBackground ends the current lane's open transaction, which
+// wrote the plans of now, in a goroutine, and then acknowledges the batch
+// (finish): accepted when it committed, released otherwise. The lane
+// carries the goroutine's result until the worker next switches to it
+// (harvest); the lane's producer and Guard are the goroutine's alone
+// until then.
+func (w *worker) commitInBackground(ctx context.Context, b *batch, plans []plan, now []int, finish func()) {
+	prod, guard := w.prod, w.guard
+	done := make(chan laneResult, 1)
+	w.committing = done
+	go func() {
+		out := w.commit(ctx, prod, guard, len(now))
+		res := laneResult{out: out, batch: batchDone}
+		if out.kind == committed {
+			w.committed(b, plans, now)
+		} else {
+			for _, i := range now {
+				b.set(i, kgo.AckRelease)
+			}
+			res.batch = batchFailed
+		}
+		finish()
+		done <- res
+	}()
+}
+
+// laneResult is how a lane's background commit ended.
+type laneResult struct {
+	out   outcome
+	batch batchResult
+}
+
+// harvest waits for the background commit of the current lane, if one
+// is running, and takes its result: a producer to replace (stale), a
+// failed batch for the backoff, or fencing, which it returns as an
+// outcome (the worker handles it as it would the commit's own).
+func (w *worker) harvest() *outcome {
+	if w.committing == nil {
+		return nil
+	}
+	r := <-w.committing
+	w.committing = nil
+	w.stale = w.stale || r.out.stale
+	if r.batch == batchFailed {
+		w.failedInBackground++
+	}
+	if r.out.kind == fenced {
+		return &outcome{kind: fenced, err: r.out.err} // counted when it ended
+	}
+	return nil
+}
+
+// drain waits for every lane's background commit (and so for the
+// acknowledgement of every batch): at shutdown, before the consumers
+// close. A fenced lane is returned as an error.
+func (w *worker) drain() error {
+	var errs []error
+	for range 2 {
+		if out := w.harvest(); out != nil {
+			errs = append(errs, w.fenced(out.err))
+		}
+		w.switchLane()
+	}
+	return errors.Join(errs...)
 }
 
 // fenced handles a fenced producer: another instance with our name, or our
@@ -449,29 +571,36 @@ func recordSize(r *kgo.Record) int {
 // batch of its own limit per transaction. A plan with an output too large
 // for its topic on its own is replaced by a dead letter first (cut down
 // when the dead letter is too large itself), without a produce attempt.
-func (w *worker) fit(b *batch, plans []plan, pending []int) (now, later []int) {
+func (w *worker) fit(b *batch, plans []plan, pending []int, clientMax int32) (now, later []int) {
 	sizes := w.sizes()
-	limit := func(topic string) int {
+	// The topics a transaction writes are few: a slice searched in turn
+	// costs less per record than a map.
+	var rooms []room
+	roomOf := func(topic string) *room {
+		for k := range rooms {
+			if rooms[k].topic == topic {
+				return &rooms[k]
+			}
+		}
+		r := room{topic: topic, limit: 1 << 30} // unknown: the broker decides
 		if v, ok := sizes[topic]; ok {
-			return v - batchOverhead
+			r.limit = v - batchOverhead
 		}
-		return 1 << 30 // unknown: the broker decides
-	}
-	clientMax := int(w.prod.MaxBatchBytes())
-	budget := func(topic string) int {
-		if w.tight[topic] == 0 && clientMax > 0 && sizes[topic] >= clientMax {
-			return 1 << 40 // the client's batches fit the topic
+		if w.tight[topic] == 0 && clientMax > 0 && sizes[topic] >= int(clientMax) {
+			r.budget = 1 << 40 // the client's batches fit the topic
+		} else {
+			r.budget = r.limit >> min(w.tight[topic], 20)
 		}
-		return limit(topic) >> min(w.tight[topic], 20)
+		rooms = append(rooms, r)
+		return &rooms[len(rooms)-1]
 	}
-	used := map[string]int{}
 	for _, i := range pending {
 		for {
 			var tooBig error
-			for _, r := range plans[i].outs {
-				if n, l := recordSize(r), limit(r.Topic); n > l {
+			for _, o := range plans[i].outs {
+				if n, l := recordSize(o), roomOf(o.Topic).limit; n > l {
 					tooBig = fmt.Errorf("a record of up to %d bytes does not fit in topic %s (max.message.bytes %d): %w",
-						n, r.Topic, l+batchOverhead, kerr.MessageTooLarge)
+						n, o.Topic, l+batchOverhead, kerr.MessageTooLarge)
 					break
 				}
 			}
@@ -484,22 +613,35 @@ func (w *worker) fit(b *batch, plans []plan, pending []int) (now, later []int) {
 			b.set(i, kgo.AckRelease) // not even a cut-down dead letter fits
 			continue
 		}
-		add := map[string]int{}
 		fits := true
-		for _, r := range plans[i].outs {
-			add[r.Topic] += recordSize(r)
-			fits = fits && used[r.Topic]+add[r.Topic] <= budget(r.Topic)
+		for _, o := range plans[i].outs {
+			r := roomOf(o.Topic)
+			r.adding += recordSize(o)
+			fits = fits && r.used+r.adding <= r.budget
+		}
+		for _, o := range plans[i].outs {
+			r := roomOf(o.Topic)
+			if fits || len(now) == 0 {
+				r.used += r.adding
+			}
+			r.adding = 0
 		}
 		if !fits && len(now) > 0 {
 			later = append(later, i)
 			continue
 		}
-		for t, n := range add {
-			used[t] += n
-		}
 		now = append(now, i)
 	}
 	return now, later
+}
+
+// room is what fit knows of one topic a transaction writes: the largest
+// record it takes (limit), the bytes one transaction may write to it
+// (budget), what the plans taken so far write (used), and what the plan
+// being looked at adds.
+type room struct {
+	topic                       string
+	limit, budget, used, adding int
 }
 
 // outcomeKind is how one transaction attempt ended.
@@ -512,6 +654,7 @@ const (
 	unavailable                     // pause, then retry all
 	notCommitted                    // release all (the ledger decides who redoes them)
 	fenced                          // stop the worker
+	ready                           // written and checked: commit it
 )
 
 // outcome is the result of one transaction attempt.
@@ -523,8 +666,10 @@ type outcome struct {
 	rejected map[int]error // rejected: plan index → the write error
 	// txn is how the attempt counts in transactions_total
 	// (metrics.TxnCommitted, TxnAborted, TxnUnknown), "" when it began
-	// no transaction.
+	// no transaction (or is ready and not ended yet).
 	txn string
+	// stale: the producer must be replaced before its next transaction.
+	stale bool
 }
 
 // txnRecords are the records one transaction writes for its plans.
@@ -556,17 +701,13 @@ func collect(plans []plan, pending []int) txnRecords {
 }
 
 // write writes the plans of pending in one transaction, with their claims,
-// and says how it ended; each step returns the outcome when the
-// transaction ends there. Once begun, the transaction is finished even if
-// ctx is cancelled (shutdown lets the batch in flight commit or abort),
-// bounded by the transaction timeout after which the coordinator aborts it
-// anyway.
+// up to its commit: ready, or the outcome of the step where it ended
+// before. Once begun, the transaction is finished even if ctx is
+// cancelled (shutdown lets the batch in flight commit or abort), bounded
+// by the transaction timeout after which the coordinator aborts it
+// anyway; commit ends a ready one.
 func (w *worker) write(ctx context.Context, plans []plan, srcs []eos.Source, pending []int) (out outcome) {
-	defer func() {
-		if out.txn != "" {
-			w.m.Transactions.WithLabelValues(w.label, out.txn).Inc()
-		}
-	}()
+	defer func() { w.countTxn(out) }()
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.txnTimeout+5*time.Second)
 	defer cancel()
 	if out := w.prepare(ctx, tctx); out != nil {
@@ -603,7 +744,14 @@ func (w *worker) write(ctx context.Context, plans []plan, srcs []eos.Source, pen
 	if err := failpoint.Hit(failpoint.BeforeCommit); err != nil {
 		return w.failed("failpoint", err, w.abort(tctx))
 	}
-	return w.commit(tctx, len(pending))
+	return outcome{kind: ready}
+}
+
+// countTxn counts a transaction attempt that ended in transactions_total.
+func (w *worker) countTxn(out outcome) {
+	if out.txn != "" {
+		w.m.Transactions.WithLabelValues(w.label, out.txn).Inc()
+	}
 }
 
 // prepare switches to the spare lane and makes its producer ready to
@@ -611,6 +759,9 @@ func (w *worker) write(ctx context.Context, plans []plan, srcs []eos.Source, pen
 // id left open by a lost marker (checkSpans).
 func (w *worker) prepare(ctx, tctx context.Context) *outcome {
 	w.switchLane()
+	if out := w.harvest(); out != nil {
+		return out // the lane's background commit was fenced
+	}
 	if err := w.ensureProducer(ctx); err != nil {
 		if errors.Is(err, txn.ErrFenced) {
 			return &outcome{kind: fenced, err: err}
@@ -715,17 +866,23 @@ func (w *worker) check(ctx context.Context, pending []int) *outcome {
 	return out
 }
 
-// commit ends the transaction. When the EndTxn answer is lost the ledger
-// tells whether it committed (eos.Guard.Resolve): the relay never guesses.
-func (w *worker) commit(ctx context.Context, records int) outcome {
+// commit ends prod's transaction, whose claims guard holds. When the
+// EndTxn answer is lost the ledger tells whether it committed
+// (eos.Guard.Resolve): the relay never guesses. It touches no lane state
+// of the worker, so it can run in the background (commitInBackground);
+// out.stale says the producer must be replaced.
+func (w *worker) commit(ctx context.Context, prod *txn.Producer, guard eos.Guard, records int) (out outcome) {
+	defer func() { w.countTxn(out) }()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.txnTimeout+5*time.Second)
+	defer cancel()
 	committing := time.Now()
-	result, err := w.prod.Commit(ctx)
+	result, err := prod.Commit(ctx)
 	w.phase(metrics.PhaseCommit, committing)
 	switch result {
 	case txn.Committed:
 		return outcome{kind: committed, txn: metrics.TxnCommitted}
 	case txn.Unknown:
-		ok, rerr := w.guard.Resolve(ctx)
+		ok, rerr := guard.Resolve(ctx)
 		resolution := "not-committed"
 		switch {
 		case rerr != nil:
@@ -756,8 +913,7 @@ func (w *worker) commit(ctx context.Context, records int) outcome {
 	// unusable (after the coordinator aborted a transaction that
 	// outlived its timeout, franz-go keeps answering INVALID_TXN_STATE):
 	// a fresh producer starts clean.
-	w.stale = true
-	return outcome{kind: notCommitted, err: err, txn: metrics.TxnAborted}
+	return outcome{kind: notCommitted, err: err, txn: metrics.TxnAborted, stale: true}
 }
 
 // failed turns a transaction that failed before its commit into an
@@ -800,6 +956,8 @@ type lane struct {
 	guard       eos.Guard
 	stale       bool
 	newProducer func(context.Context) (*txn.Producer, error)
+	// committing is the lane's background commit, nil when none runs.
+	committing chan laneResult
 }
 
 // switchLane makes the spare lane current. A worker alternates its
@@ -814,8 +972,8 @@ func (w *worker) switchLane() {
 	if w.spare == nil {
 		return
 	}
-	cur := lane{prod: w.prod, guard: w.guard, stale: w.stale, newProducer: w.newProducer}
-	w.prod, w.guard, w.stale, w.newProducer = w.spare.prod, w.spare.guard, w.spare.stale, w.spare.newProducer
+	cur := lane{prod: w.prod, guard: w.guard, stale: w.stale, newProducer: w.newProducer, committing: w.committing}
+	w.prod, w.guard, w.stale, w.newProducer, w.committing = w.spare.prod, w.spare.guard, w.spare.stale, w.spare.newProducer, w.spare.committing
 	*w.spare = cur
 }
 
@@ -990,14 +1148,23 @@ func (w *worker) phase(phase string, start time.Time) {
 
 // countCommitted counts what a committed transaction wrote.
 func (w *worker) countCommitted(plans []plan, pending []int) {
+	var dead, filtered, produced int
 	for _, i := range pending {
-		switch p := plans[i]; {
+		switch p := &plans[i]; {
 		case p.deadLetter:
-			w.m.DeadLetters.WithLabelValues(w.label).Inc()
+			dead++
 		case len(p.outs) == 0:
-			w.m.RecordsFiltered.WithLabelValues(w.label).Inc()
+			filtered++
 		default:
-			w.m.RecordsProduced.WithLabelValues(w.label).Add(float64(len(p.outs)))
+			produced += len(p.outs)
+		}
+	}
+	for _, c := range []struct {
+		vec *prometheus.CounterVec
+		n   int
+	}{{w.m.DeadLetters, dead}, {w.m.RecordsFiltered, filtered}, {w.m.RecordsProduced, produced}} {
+		if c.n > 0 {
+			c.vec.WithLabelValues(w.label).Add(float64(c.n))
 		}
 	}
 }

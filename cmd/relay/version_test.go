@@ -122,7 +122,7 @@ sasl: {mechanism: PLAIN, username: u, password: hunter2-s3cret}
 		t.Fatal(err)
 	}
 	if start.Msg != "relay starting" || start.Version == "" || start.Config.Brokers[0] != "127.0.0.1:1" ||
-		start.Config.SASL.Password != "[redacted]" || start.Config.Client.Producer.Compression != "none" {
+		start.Config.SASL.Password != "[redacted]" || start.Config.Client.Producer.Compression != "snappy" {
 		t.Errorf("start line: %s", lines[0])
 	}
 	var warn map[string]any
