@@ -766,3 +766,61 @@ func TestABatchCommittingInTheBackgroundIsAcknowledgedOnlyWhenItsCommitEnds(t *t
 		t.Fatalf("transactions_total{outcome=aborted} = %v, want the refused commit counted", got)
 	}
 }
+
+// batch.linger: a batch under half of what the worker may hold waits for
+// its other consumers' polls, up to the linger; a batch at half or more,
+// or a linger of 0, takes only what is ready.
+func TestASmallBatchWaitsForItsOtherConsumersPollsUpToTheLinger(t *testing.T) {
+	newSource := func() (*shareSource, func(n int)) {
+		s := &shareSource{arrived: make(chan struct{}, 1), fetchers: make([]*fetcher, 3)}
+		hand := func(n int) {
+			s.mu.Lock()
+			s.waiting = append(s.waiting, &poll{recs: make([]*kgo.Record, n)})
+			s.mu.Unlock()
+			select {
+			case s.arrived <- struct{}{}:
+			default:
+			}
+		}
+		return s, hand
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		name      string
+		first     int
+		later     []int // polls handed 30 ms apart after the first
+		linger    time.Duration
+		wantRecs  int
+		wantPolls int
+		atLeast   time.Duration
+		atMost    time.Duration
+	}{
+		// (One poll taken where a second came 30 ms later shows no wait.)
+		{"merges the others' polls until it holds half", 10, []int{30, 20}, 2 * time.Second, 60, 3, 50 * time.Millisecond, 1500 * time.Millisecond},
+		{"a linger of 0 takes what is ready", 10, []int{30}, 0, 10, 1, 0, time.Second},
+		{"a batch at half goes at once", 50, []int{30}, 2 * time.Second, 50, 1, 0, time.Second},
+		{"a trickle waits the linger, no more", 1, nil, 150 * time.Millisecond, 1, 1, 150 * time.Millisecond, time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, hand := newSource()
+			hand(c.first)
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			wg.Go(func() {
+				for _, n := range c.later {
+					time.Sleep(30 * time.Millisecond)
+					hand(n)
+				}
+			})
+			start := time.Now()
+			b, err := s.next(ctx, time.Second, 100, c.linger)
+			took := time.Since(start)
+			if err != nil || b.len() != c.wantRecs || len(b.polls) != c.wantPolls {
+				t.Fatalf("next = %d records in %d polls, %v; want %d in %d", b.len(), len(b.polls), err, c.wantRecs, c.wantPolls)
+			}
+			if took < c.atLeast || took > c.atMost {
+				t.Fatalf("next took %s, want between %s and %s", took, c.atLeast, c.atMost)
+			}
+		})
+	}
+}

@@ -152,9 +152,9 @@ type options struct {
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.IntVar(&o.records, "records", 200000, "records per source topic")
+	fs.IntVar(&o.records, "records", 1000000, "records per source topic")
 	sizes := fs.String("sizes", "200,1024", "value sizes in bytes, comma separated; one source topic each")
-	fs.IntVar(&o.runs, "runs", 3, "runs of the whole contender set per size (the median is reported)")
+	fs.IntVar(&o.runs, "runs", 5, "runs of the whole contender set per size (the median is reported)")
 	fs.IntVar(&o.workers, "workers", 2, "share consumers per contender (the relay's workers)")
 	fs.BoolVar(&o.latency, "latency", true, "measure end-to-end latency of relay-alo and relay-eos")
 	fs.IntVar(&o.rate, "rate", 2000, "records/s of the latency producer")
