@@ -73,6 +73,9 @@ type trial struct {
 	delay time.Duration
 	// batch are extra lines of the relay's batch: section.
 	batch map[string]string
+	// own: the trial's settings are its own; -relay-batch, -relay-group
+	// and -relay-compression do not apply (the warm-up's transactions).
+	own bool
 }
 
 // tracker times a run: from the first record received to the moment the
@@ -433,7 +436,8 @@ func (b *bench) pipeline(t trial) (*config.Pipeline, error) {
 	if t.maxRecords > 0 {
 		settings["max_records"] = strconv.Itoa(t.maxRecords)
 	}
-	if t.delay == 0 { // the throughput and latency runs
+	tried := t.delay == 0 && !t.own // the throughput and latency runs
+	if tried {
 		for k, v := range b.opts.relayBatch {
 			settings[k] = v
 		}
@@ -443,14 +447,14 @@ func (b *bench) pipeline(t trial) (*config.Pipeline, error) {
 		fmt.Fprintf(&batch, "  %s: %s\n", k, settings[k])
 	}
 	var group strings.Builder
-	if t.delay == 0 && len(b.opts.relayGroup) > 0 {
+	if tried && len(b.opts.relayGroup) > 0 {
 		group.WriteString("  group_configs:\n")
 		for _, k := range slices.Sorted(maps.Keys(b.opts.relayGroup)) {
 			fmt.Fprintf(&group, "    %s: %q\n", k, b.opts.relayGroup[k])
 		}
 	}
 	client := ""
-	if t.delay == 0 && b.opts.relayCompression != "" {
+	if tried && b.opts.relayCompression != "" {
 		client = fmt.Sprintf("client:\n  producer:\n    compression: %s\n", b.opts.relayCompression)
 	}
 	transforms := "[]"

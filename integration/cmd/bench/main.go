@@ -33,9 +33,11 @@
 //	             committed with its offsets in one transaction
 //
 // A warm-up (-warmup) first runs every contender, untimed, -warmup-rounds
-// times over a topic of -warmup-records: a fresh broker creates its
-// internal share-group and transaction state topics on first use, and its
-// JVM spends half of its CPU compiling at first (see warmUp).
+// times over a topic of -warmup-records, then relay-eos once more over it
+// in transactions of 20 records: a fresh broker creates its internal
+// share-group and transaction state topics on first use, and its JVM
+// spends half of its CPU compiling at first and compiles a path fully only
+// after some thousands of calls (see warmUp).
 //
 // Every contender runs -workers consumers, and every contender that writes
 // gets a fresh output topic of 3 partitions, read back afterwards
