@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -519,8 +520,10 @@ func (c *checker) groupSetting(ctx context.Context, key, brokerKey string) (int,
 	if v := atoi(c.groupConfigs[key]); v > 0 {
 		return v, "the group's config"
 	}
-	if v := atoi(brokerConfig(ctx, c.cl, brokerKey)); v > 0 {
-		return v, "the broker's " + brokerKey
+	if bc, err := relay.BrokerConfig(ctx, kadm.NewClient(c.cl), brokerKey); err == nil {
+		if v := atoi(bc[brokerKey]); v > 0 {
+			return v, "the broker's " + brokerKey
+		}
 	}
 	return 0, ""
 }
@@ -625,28 +628,6 @@ func validateGroupConfigs(ctx context.Context, cl *kgo.Client, group string, cfg
 		}
 	}
 	return nil
-}
-
-// brokerConfig returns a broker config's value, or "" when it cannot be
-// read (DESCRIBE_CONFIGS on the cluster is optional).
-func brokerConfig(ctx context.Context, cl *kgo.Client, name string) string {
-	req := kmsg.NewPtrDescribeConfigsRequest()
-	res := kmsg.NewDescribeConfigsRequestResource()
-	res.ResourceType = kmsg.ConfigResourceTypeBroker
-	res.ConfigNames = []string{name}
-	req.Resources = append(req.Resources, res)
-	resp, err := request[*kmsg.DescribeConfigsResponse](ctx, cl, req)
-	if err != nil {
-		return ""
-	}
-	for _, r := range resp.Resources {
-		for _, c := range r.Configs {
-			if c.Name == name && c.Value != nil {
-				return *c.Value
-			}
-		}
-	}
-	return ""
 }
 
 // hasOp reports whether the authorized-operations bit field has op.

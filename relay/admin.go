@@ -56,7 +56,7 @@ func GroupConfigsToSet(ctx context.Context, cl *kgo.Client, p *config.Pipeline) 
 		return cfgs, "record lock limit set by source.group_configs"
 	}
 	want := p.Workers * p.Batch.Consumers * p.Batch.MaxRecords
-	bc, err := brokerConfig(ctx, kadm.NewClient(cl), brokerRecordLocks, brokerMaxRecordLocks)
+	bc, err := BrokerConfig(ctx, kadm.NewClient(cl), brokerRecordLocks, brokerMaxRecordLocks)
 	def, derr := strconv.Atoi(bc[brokerRecordLocks])
 	most, merr := strconv.Atoi(bc[brokerMaxRecordLocks])
 	if err != nil || derr != nil || merr != nil {
@@ -171,11 +171,12 @@ func describeGroupConfig(ctx context.Context, cl *kgo.Client, group string) (map
 	return out, nil
 }
 
-// brokerConfig returns the broker-level values of names, from any broker.
+// BrokerConfig returns the broker-level values of names, from any broker.
 // It describes brokers by id: described without one, Kafka answers with
 // the cluster-wide dynamic overrides only, without the values a broker
-// runs with (server.properties, defaults).
-func brokerConfig(ctx context.Context, adm *kadm.Client, names ...string) (map[string]string, error) {
+// runs with (server.properties, defaults). It needs DESCRIBE_CONFIGS on
+// the cluster.
+func BrokerConfig(ctx context.Context, adm *kadm.Client, names ...string) (map[string]string, error) {
 	brokers, err := adm.ListBrokers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing brokers: %w", err)
@@ -220,7 +221,7 @@ type ShareLimits struct {
 func EffectiveShareLimits(ctx context.Context, cl *kgo.Client, group string) (ShareLimits, error) {
 	l := ShareLimits{DeliveryCountLimit: defaultDeliveryLimit, LockDurationMs: defaultLockDurationMs, From: "default"}
 	gc, gerr := describeGroupConfig(ctx, cl, group)
-	bc, berr := brokerConfig(ctx, kadm.NewClient(cl), brokerDeliveryCountLimit, brokerLockDuration)
+	bc, berr := BrokerConfig(ctx, kadm.NewClient(cl), brokerDeliveryCountLimit, brokerLockDuration)
 	if gerr != nil && berr != nil {
 		return l, errors.Join(gerr, berr)
 	}

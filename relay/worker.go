@@ -592,7 +592,7 @@ func (w *worker) fit(b *batch, plans []plan, pending []int, clientMax int32) (no
 			r.budget = r.limit >> min(w.tight[topic], 20)
 		}
 		rooms = append(rooms, r)
-		return &rooms[len(rooms)-1]
+		return &rooms[len(rooms)-1] // valid until the next call: used at once
 	}
 	for _, i := range pending {
 		for {
