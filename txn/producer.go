@@ -109,13 +109,17 @@ type Producer struct {
 	produced int64
 }
 
-// writtenCounter counts the records of every batch a broker acknowledged.
-// kgo calls it from a goroutine after the batch's records are finished.
+// writtenCounter counts the records the client finished as written. kgo
+// calls it synchronously for every record, just before the record's
+// promise, so once Flush returns the count holds every record of the
+// transaction, whoever produced it.
 type writtenCounter struct{ n atomic.Int64 }
 
-// OnProduceBatchWritten implements kgo.HookProduceBatchWritten.
-func (c *writtenCounter) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, _ int32, m kgo.ProduceBatchMetrics) {
-	c.n.Add(int64(m.NumRecords))
+// OnProduceRecordUnbuffered implements kgo.HookProduceRecordUnbuffered.
+func (c *writtenCounter) OnProduceRecordUnbuffered(_ *kgo.Record, err error) {
+	if err == nil {
+		c.n.Add(1)
+	}
 }
 
 // Unchecked reports whether the partitions this producer writes must be
@@ -331,7 +335,7 @@ func (p *Producer) Commit(ctx context.Context) (o Outcome, err error) {
 	if err := p.cl.Flush(ctx); err != nil {
 		return NotCommitted, errors.Join(fmt.Errorf("txn: flush before commit: %w", err), p.Abort(ctx))
 	}
-	if err := p.checkWritten(ctx); err != nil {
+	if err := p.checkWritten(); err != nil {
 		return NotCommitted, errors.Join(err, p.Abort(ctx))
 	}
 	err = p.cl.EndTransaction(ctx, kgo.TryCommit)
@@ -366,22 +370,13 @@ func (p *Producer) Commit(ctx context.Context) (o Outcome, err error) {
 }
 
 // checkWritten compares the records the brokers acknowledged in the open
-// transaction with those Produce was given. The hook that counts them runs
-// after the records' promises, so it is waited for briefly; a count still
-// short then is let through (nothing extra was seen), a count above is
-// ErrExtraRecords.
-func (p *Producer) checkWritten(ctx context.Context) error {
-	deadline := time.Now().Add(250 * time.Millisecond)
-	for {
-		n := p.written.n.Load()
-		switch {
-		case n > p.produced:
-			return fmt.Errorf("txn: %w: the brokers acknowledged %d records, %d were produced", ErrExtraRecords, n, p.produced)
-		case n == p.produced || time.Now().After(deadline) || ctx.Err() != nil:
-			return nil
-		}
-		time.Sleep(time.Millisecond)
+// transaction with those Produce was given; it runs after Flush, when the
+// count is complete. A count above is ErrExtraRecords.
+func (p *Producer) checkWritten() error {
+	if n := p.written.n.Load(); n > p.produced {
+		return fmt.Errorf("txn: %w: the brokers acknowledged %d records, %d were produced", ErrExtraRecords, n, p.produced)
 	}
+	return nil
 }
 
 // Abort aborts the open transaction, dropping records not yet sent.
