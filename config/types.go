@@ -125,10 +125,13 @@ type Batch struct {
 	// 1..16). Each polls up to MaxRecords; a worker writes every poll that
 	// is ready in one transaction, so more consumers make transactions
 	// larger and let the next fetch overlap the current commit. A worker
-	// holds up to Consumers × MaxRecords records at once.
+	// holds up to Consumers × MaxRecords records at once; with
+	// exactly-once a batch takes the polls of half of them (rounded up),
+	// so the others fetch while it commits.
 	Consumers int `yaml:"consumers" json:"consumers"`
 	// Linger is how long a worker whose ready polls hold fewer than half
-	// of Consumers × MaxRecords records waits for the polls of its other
+	// of what a batch takes (Consumers × MaxRecords; with exactly-once,
+	// half the consumers' polls) waits for the polls of its other
 	// consumers before writing them (default 20ms, 0 to 1s; 0 writes what
 	// is ready at once). A share group hands out records in pieces when
 	// its record locks run short, and each piece written alone costs a

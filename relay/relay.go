@@ -587,7 +587,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		outputTopic: r.p.Output.Topic, dlqTopic: r.p.DeadLetter.Topic, writes: r.p.OutputTopics(), spans: spans,
 		limits: &r.limits, txnTimeout: r.p.Output.TransactionTimeout, pollTimeout: r.p.Batch.PollTimeout, linger: r.p.Batch.Linger,
 		topicIDs: topicIDs, renewEvery: r.renewEvery(),
-		src: src, most: r.p.Batch.Consumers * r.p.Batch.MaxRecords, concurrency: r.p.Batch.TransformConcurrency,
+		src: src, most: batchMost(r.p.Batch.Consumers, r.p.Batch.MaxRecords, len(lanes) > 1), concurrency: r.p.Batch.TransformConcurrency,
 		prod: lanes[0].prod, newProducer: lanes[0].newProducer, guard: lanes[0].guard,
 		disrupt: disrupt, chain: r.chain, m: r.m, health: r.health, log: log, now: time.Now,
 		sizes:             func() map[string]int { return *r.sizes.Load() },
@@ -640,6 +640,23 @@ func (r *Relay) renewEvery() time.Duration {
 		return 0
 	}
 	return r.limits.lock() / 3
+}
+
+// batchMost is the most records one batch of a worker takes: every
+// consumer's poll (consumers × maxRecords), or, when the worker has two
+// lanes (exactly-once: a batch's last transaction commits beside the next
+// batch), the polls of half its consumers, rounded up. A consumer polls
+// again only once its records are acknowledged, which for a committing
+// batch is when its commit has ended; a batch that took every poll would
+// leave the next one nothing to start on until then, and the commit would
+// not overlap anything. With half, the other half is fetching or ready
+// while it commits (make bench, 200 B exactly-once: 0.74–0.88× of
+// at-least-once with every poll in the batch, 0.97–1.00× with half).
+func batchMost(consumers, maxRecords int, lanes bool) int {
+	if lanes {
+		return (consumers + 1) / 2 * maxRecords
+	}
+	return consumers * maxRecords
 }
 
 // newGuard returns the delivery protocol of the worker with txnID.

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -820,6 +821,47 @@ func TestASmallBatchWaitsForItsOtherConsumersPollsUpToTheLinger(t *testing.T) {
 			}
 			if took < c.atLeast || took > c.atMost {
 				t.Fatalf("next took %s, want between %s and %s", took, c.atLeast, c.atMost)
+			}
+		})
+	}
+}
+
+// TestAnExactlyOnceBatchLeavesHalfTheConsumersPollsForTheNextBatch: with
+// two lanes a batch takes the polls of half the worker's consumers
+// (rounded up), so the next batch has polls to start on while this one
+// commits; at-least-once takes every poll that is ready.
+func TestAnExactlyOnceBatchLeavesHalfTheConsumersPollsForTheNextBatch(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		consumers int
+		lanes     bool
+		wantPolls []int // polls of each batch, all of them ready at once
+	}{
+		{4, true, []int{2, 2}},
+		{3, true, []int{2, 1}},
+		{2, true, []int{1, 1}},
+		{1, true, []int{1}},
+		{4, false, []int{4}},
+		{1, false, []int{1}},
+	} {
+		t.Run(fmt.Sprintf("%d consumers, two lanes %v", c.consumers, c.lanes), func(t *testing.T) {
+			const maxRecords = 100
+			s := &shareSource{arrived: make(chan struct{}, 1), fetchers: make([]*fetcher, c.consumers)}
+			for range c.consumers {
+				s.waiting = append(s.waiting, &poll{recs: make([]*kgo.Record, maxRecords)})
+			}
+			s.arrived <- struct{}{}
+			most := batchMost(c.consumers, maxRecords, c.lanes)
+			var got []int
+			for range c.wantPolls {
+				b, err := s.next(ctx, 100*time.Millisecond, most, 20*time.Millisecond)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, len(b.polls))
+			}
+			if !slices.Equal(got, c.wantPolls) || len(s.waiting) != 0 {
+				t.Fatalf("batches of %v polls (%d left waiting); want %v", got, len(s.waiting), c.wantPolls)
 			}
 		})
 	}

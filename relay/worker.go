@@ -42,8 +42,7 @@ type worker struct {
 	// linger is how long a small batch waits for the polls of the
 	// worker's other consumers (batch.linger; see shareSource.next).
 	linger time.Duration
-	// most is the most records of one batch (batch.consumers ×
-	// batch.max_records).
+	// most is the most records of one batch (batchMost).
 	most int
 	// concurrency is how many records are transformed at once
 	// (batch.transform_concurrency).
