@@ -127,7 +127,10 @@ type Batch struct {
 	// larger and let the next fetch overlap the current commit. A worker
 	// holds up to Consumers × MaxRecords records at once; with
 	// exactly-once a batch takes the polls of half of them (rounded up),
-	// so the others fetch while it commits.
+	// so the others fetch while it commits. The relay lowers it at start
+	// (with a warning) so that Workers × Consumers stays below the share
+	// group's delivery limit: a crash can cost a record one delivery per
+	// share consumer of the instance.
 	Consumers int `yaml:"consumers" json:"consumers"`
 	// Linger is how long a worker whose ready polls hold fewer than half
 	// of what a batch takes (Consumers × MaxRecords; with exactly-once,

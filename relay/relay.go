@@ -73,6 +73,9 @@ type Relay struct {
 	ledger *eos.Ledger        // delivery: exactly-once
 	// sizes are the topics' max.message.bytes, refreshed while running.
 	sizes atomic.Pointer[map[string]int]
+	// consumers is the share consumers a worker runs: batch.consumers,
+	// lowered at start when needed (crashConsumers).
+	consumers int
 }
 
 // limits are the share group's settings the workers depend on, refreshed
@@ -408,6 +411,15 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 		r.log.Warn("could not read the share group's delivery limit; assuming Kafka's default", "limit", l.DeliveryCountLimit, "err", err)
 	}
 	r.setLimits(l)
+	r.consumers = crashConsumers(r.p.Workers, r.p.Batch.Consumers, l.DeliveryCountLimit)
+	switch {
+	case r.p.Workers >= l.DeliveryCountLimit:
+		r.log.Warn("workers reach the group's delivery limit: a crash of this instance can cost a record it held one delivery for each of the instance's share consumers, so a crash alone can make the broker archive a record without output or dead letter; run more instances with fewer workers, or raise share.delivery.count.limit",
+			"workers", r.p.Workers, "consumers", r.consumers, "delivery_count_limit", l.DeliveryCountLimit)
+	case r.consumers < r.p.Batch.Consumers:
+		r.log.Warn("batch.consumers lowered: a crash of this instance can cost a record it held one delivery for each of the instance's share consumers, and workers × consumers must stay below the group's delivery limit so that a crash alone never makes the broker archive a record; raise share.delivery.count.limit or run more instances with fewer workers",
+			"batch_consumers", r.p.Batch.Consumers, "consumers", r.consumers, "workers", r.p.Workers, "delivery_count_limit", l.DeliveryCountLimit)
+	}
 	if err := checkBrokerDLQ(ctx, cl, r.p, r.log); err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
@@ -545,7 +557,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 			cl.Close()
 		}
 	}
-	for c := range r.p.Batch.Consumers {
+	for c := range r.workerConsumers() {
 		cons, err := kgo.NewClient(r.clientOpts(
 			kgo.ClientID(fmt.Sprintf("%s-c%d", txnID, c)),
 			kgo.ShareGroup(r.p.Source.Group),
@@ -587,7 +599,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		outputTopic: r.p.Output.Topic, dlqTopic: r.p.DeadLetter.Topic, writes: r.p.OutputTopics(), spans: spans,
 		limits: &r.limits, txnTimeout: r.p.Output.TransactionTimeout, pollTimeout: r.p.Batch.PollTimeout, linger: r.p.Batch.Linger,
 		topicIDs: topicIDs, renewEvery: r.renewEvery(),
-		src: src, most: batchMost(r.p.Batch.Consumers, r.p.Batch.MaxRecords, len(lanes) > 1), concurrency: r.p.Batch.TransformConcurrency,
+		src: src, most: batchMost(r.workerConsumers(), r.p.Batch.MaxRecords, len(lanes) > 1), concurrency: r.p.Batch.TransformConcurrency,
 		prod: lanes[0].prod, newProducer: lanes[0].newProducer, guard: lanes[0].guard,
 		disrupt: disrupt, chain: r.chain, m: r.m, health: r.health, log: log, now: time.Now,
 		sizes:             func() map[string]int { return *r.sizes.Load() },
@@ -640,6 +652,33 @@ func (r *Relay) renewEvery() time.Duration {
 		return 0
 	}
 	return r.limits.lock() / 3
+}
+
+// workerConsumers is the share consumers a worker runs: r.consumers once
+// the group's limits are known, batch.consumers before.
+func (r *Relay) workerConsumers() int {
+	if r.consumers > 0 {
+		return r.consumers
+	}
+	return r.p.Batch.Consumers
+}
+
+// crashConsumers is the share consumers each of workers runs: at most
+// want, and few enough that the instance's share consumers stay below
+// the group's delivery limit (at least one each). When a process dies,
+// Kafka 4.3 releases the records each of its share sessions held and
+// hands them to the share fetches still waiting in the broker, and those
+// include the dead process's other sessions' fetches: a record can be
+// acquired again for a dead consumer once per session of the process, a
+// delivery each (seen: offsets at their fifth and last delivery half a
+// second after a SIGKILL of an instance of 2 workers × 4 consumers, and
+// two of them archived with no output). With workers × consumers below
+// the limit, a live consumer still gets the record.
+func crashConsumers(workers, want, limit int) int {
+	if workers <= 0 || limit <= 1 {
+		return want
+	}
+	return max(1, min(want, (limit-1)/workers))
 }
 
 // batchMost is the most records one batch of a worker takes: every
