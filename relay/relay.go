@@ -74,7 +74,8 @@ type Relay struct {
 	// sizes are the topics' max.message.bytes, refreshed while running.
 	sizes atomic.Pointer[map[string]int]
 	// consumers is the share consumers a worker runs: batch.consumers,
-	// lowered at start when needed (crashConsumers).
+	// lowered by prepare when needed (crashConsumers); prepare runs
+	// before any worker.
 	consumers int
 }
 
@@ -557,7 +558,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 			cl.Close()
 		}
 	}
-	for c := range r.workerConsumers() {
+	for c := range r.consumers {
 		cons, err := kgo.NewClient(r.clientOpts(
 			kgo.ClientID(fmt.Sprintf("%s-c%d", txnID, c)),
 			kgo.ShareGroup(r.p.Source.Group),
@@ -599,7 +600,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		outputTopic: r.p.Output.Topic, dlqTopic: r.p.DeadLetter.Topic, writes: r.p.OutputTopics(), spans: spans,
 		limits: &r.limits, txnTimeout: r.p.Output.TransactionTimeout, pollTimeout: r.p.Batch.PollTimeout, linger: r.p.Batch.Linger,
 		topicIDs: topicIDs, renewEvery: r.renewEvery(),
-		src: src, most: batchMost(r.workerConsumers(), r.p.Batch.MaxRecords, len(lanes) > 1), concurrency: r.p.Batch.TransformConcurrency,
+		src: src, most: batchMost(r.consumers, r.p.Batch.MaxRecords, len(lanes) > 1), concurrency: r.p.Batch.TransformConcurrency,
 		prod: lanes[0].prod, newProducer: lanes[0].newProducer, guard: lanes[0].guard,
 		disrupt: disrupt, chain: r.chain, m: r.m, health: r.health, log: log, now: time.Now,
 		sizes:             func() map[string]int { return *r.sizes.Load() },
@@ -652,15 +653,6 @@ func (r *Relay) renewEvery() time.Duration {
 		return 0
 	}
 	return r.limits.lock() / 3
-}
-
-// workerConsumers is the share consumers a worker runs: r.consumers once
-// the group's limits are known, batch.consumers before.
-func (r *Relay) workerConsumers() int {
-	if r.consumers > 0 {
-		return r.consumers
-	}
-	return r.p.Batch.Consumers
 }
 
 // crashConsumers is the share consumers each of workers runs: at most
