@@ -98,7 +98,11 @@ func TestRealBrokerWindow3StalledPastTheLockThenCommits(t *testing.T) {
 			seedOrders(t, p, 1, n)
 			// a stalls 5 s before its 3rd commit: past the 2 s lock, within
 			// its 10 s transaction timeout, so the late commit succeeds.
+			// b starts once a has written: started with a, it could take
+			// so many records that a never reaches a 3rd commit, and
+			// at-least-once would show nothing (seen in CI).
 			startRelay(t, p, "a", fp(failpoint.BeforeCommit+"=sleep(5s)@3"))
+			waitFor(t, p, time.Minute, "a's first commit", func(o outcome) bool { return o.Jobs.Records > 0 })
 			startRelay(t, p, "b")
 			judge(t, m, settled(t, p, n, 3*time.Minute), n, 0)
 		})
