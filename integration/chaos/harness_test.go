@@ -602,6 +602,21 @@ func (s *scenario) dumpState() {
 	for _, r := range s.relays {
 		s.t.Logf("relay %s: %s", r.name, r.describe())
 	}
+	// Where each relay's workers wait: what /readyz says, then the
+	// goroutines of package relay (SIGQUIT; the relay is restarted).
+	for _, r := range s.relays {
+		inc := r.current()
+		if inc == nil {
+			continue
+		}
+		s.t.Logf("---- stall diagnosis: relay %s#%d /readyz: %s", r.name, inc.n, inc.readyz())
+		inc.setCause("stack dump")
+		st, err := inc.Stacks("sharerelay/relay.", 10*time.Second)
+		if err != nil {
+			st = err.Error()
+		}
+		s.t.Logf("---- stall diagnosis: relay %s#%d goroutines in package relay ----\n%s---- end of stall diagnosis ----", r.name, inc.n, st)
+	}
 	if s.env.local {
 		s.t.Logf("broker running: %v, log %s", s.env.broker.Running(), s.env.broker.LogPath())
 	}

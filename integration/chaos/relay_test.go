@@ -291,6 +291,18 @@ func (s *scenario) scrapeLoop() {
 
 var scrapeClient = &http.Client{Timeout: 400 * time.Millisecond}
 
+// readyz returns what the incarnation's /readyz answers: each paused
+// worker with its reason, or why it cannot be asked.
+func (inc *incarnation) readyz() string {
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + inc.metricsAddr + "/readyz")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 8192))
+	return fmt.Sprintf("%s %s", resp.Status, strings.TrimSpace(string(b)))
+}
+
 func (s *scenario) scrapeOnce() {
 	for _, r := range s.relays {
 		inc := r.current()
