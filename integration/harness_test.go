@@ -112,10 +112,22 @@ func startRelayWith(t *testing.T, p *harness.Pipeline, instance string, args []s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		pr.Kill()
-		if t.Failed() {
-			t.Logf("---- log of relay %s (tail) ----\n%s", instance, pr.LogTail(20000))
+		if !t.Failed() {
+			pr.Kill()
+			return
 		}
+		tail := pr.LogTail(20000)
+		if !pr.Exited() {
+			// Where its workers wait, for a test that failed waiting
+			// on it (SIGQUIT ends it; its log tail is taken first).
+			st, err := pr.Stacks("sharerelay/relay.", 10*time.Second)
+			if err != nil {
+				st = err.Error()
+			}
+			t.Logf("---- stall diagnosis: relay %s goroutines in package relay ----\n%s---- end of stall diagnosis ----", instance, st)
+		}
+		pr.Kill()
+		t.Logf("---- log of relay %s (tail) ----\n%s", instance, tail)
 	})
 	return pr
 }
