@@ -227,7 +227,7 @@ func settled(t *testing.T, p *harness.Pipeline, n int, d time.Duration) outcome 
 }
 
 // settledAfterRestart is settled for a test that restarted broker b under
-// the relay. Kafka 4.3.1 can come back from a restart with a share
+// the relay. Kafka 4.3.1 could come back from a restart with a share
 // partition whose start offset no longer moves (integration/chaos's doc,
 // "Share partitions that stall"): every record relayed, yet the lag stays
 // the same and nothing more is delivered. When all n records are

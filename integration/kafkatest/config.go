@@ -16,7 +16,8 @@ type property struct {
 
 // defaultProperties returns the properties of a single-node test broker,
 // except the listener and directory settings added by serverProperties.
-// Every name and range was checked against the 4.3.1 jars
+// Every name and range was checked against the 4.3.1 jars, and the names
+// again against the 4.4.0 jars
 // (GroupCoordinatorConfig, ShareGroupConfig, ShareCoordinatorConfig,
 // TransactionStateManagerConfig, TransactionLogConfig, CleanerConfig,
 // KRaftConfigs, ServerConfigs, ServerLogConfigs, SocketServerConfigs).
