@@ -538,6 +538,7 @@ func (c *checker) deadLetterSpares(ctx context.Context) {
 	if limit <= 0 {
 		limit, from = 5, "Kafka's default"
 	}
+	defer c.shareConsumers(limit, from)
 	attempts := c.p.DeadLetter.MaxAttempts
 	if attempts == 0 {
 		attempts = config.DefaultMaxAttempts(limit)
@@ -547,6 +548,29 @@ func (c *checker) deadLetterSpares(ctx context.Context) {
 		c.rep.add(OK, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries", attempts, limit, from, spare)
 	default:
 		c.rep.add(Warn, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries; a crash can cost a record two, and the broker then archives it without a dead letter (raise %s to %d)", attempts, limit, from, max(0, spare), relay.GroupDeliveryCountLimit, attempts+2)
+	}
+}
+
+// shareConsumers says how many share consumers each worker will run: the
+// relay lowers batch.consumers at start so that workers × consumers stays
+// below the group's delivery limit (relay.CrashConsumers), since a crash
+// of an instance can cost a record one delivery per share consumer.
+func (c *checker) shareConsumers(limit int, from string) {
+	const check = "share consumers"
+	workers, want := c.p.Workers, c.p.Batch.Consumers
+	if workers <= 0 || want <= 0 {
+		return // not set: the pipeline was not loaded with its defaults
+	}
+	got := relay.CrashConsumers(workers, want, limit)
+	switch {
+	case workers >= limit:
+		c.rep.add(Warn, check, "%d workers reach the delivery limit %d (from %s): a crash of an instance can cost a record one delivery per share consumer, and the broker then archives it without output or dead letter; run more instances with fewer workers, or raise %s to %d",
+			workers, limit, from, relay.GroupDeliveryCountLimit, workers*want+1)
+	case got < want:
+		c.rep.add(Warn, check, "batch.consumers %d is lowered to %d at start: %d workers × consumers must stay below the delivery limit %d (from %s), since a crash of an instance can cost a record one delivery per share consumer; raise %s to %d to keep %d, or run more instances with fewer workers",
+			want, got, workers, limit, from, relay.GroupDeliveryCountLimit, workers*want+1, want)
+	default:
+		c.rep.add(OK, check, "workers × consumers = %d × %d, below the delivery limit %d (from %s)", workers, want, limit, from)
 	}
 }
 

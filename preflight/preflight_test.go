@@ -244,6 +244,34 @@ func TestADeliveryLimitWithOneSpareWarns(t *testing.T) {
 	}
 }
 
+func TestCheckSaysWhenTheRelayLowersItsShareConsumers(t *testing.T) {
+	f := newFixture(t)
+	f.grant(t, everything)
+	for _, c := range []struct {
+		workers, consumers int
+		want               string
+	}{
+		{1, 4, "ok: share consumers: workers × consumers = 1 × 4, below the delivery limit 5 (from source.group_configs)"},
+		{2, 4, "warn: share consumers: batch.consumers 4 is lowered to 2 at start: 2 workers × consumers must stay below the delivery limit 5 (from source.group_configs)"},
+		{5, 2, "warn: share consumers: 5 workers reach the delivery limit 5 (from source.group_configs)"},
+	} {
+		p, opts := f.pipeline(relayPassword)
+		p.Source.GroupConfigs["share.delivery.count.limit"] = "5"
+		p.Workers, p.Batch.Consumers = c.workers, c.consumers
+		rep := check(t, p, opts)
+		found := false
+		for _, r := range rep.Results {
+			found = found || strings.HasPrefix(r.String(), c.want)
+		}
+		if !found {
+			t.Errorf("%d workers × %d consumers: no line starting %q", c.workers, c.consumers, c.want)
+		}
+		if rep.Failed() {
+			t.Errorf("%d workers × %d consumers: a warning failed the check", c.workers, c.consumers)
+		}
+	}
+}
+
 func TestAtLeastOnceNeedsNoLedger(t *testing.T) {
 	f := newFixture(t)
 	var acls []acl

@@ -74,7 +74,7 @@ type Relay struct {
 	// sizes are the topics' max.message.bytes, refreshed while running.
 	sizes atomic.Pointer[map[string]int]
 	// consumers is the share consumers a worker runs: batch.consumers,
-	// lowered by prepare when needed (crashConsumers); prepare runs
+	// lowered by prepare when needed (CrashConsumers); prepare runs
 	// before any worker.
 	consumers int
 }
@@ -412,7 +412,7 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 		r.log.Warn("could not read the share group's delivery limit; assuming Kafka's default", "limit", l.DeliveryCountLimit, "err", err)
 	}
 	r.setLimits(l)
-	r.consumers = crashConsumers(r.p.Workers, r.p.Batch.Consumers, l.DeliveryCountLimit)
+	r.consumers = CrashConsumers(r.p.Workers, r.p.Batch.Consumers, l.DeliveryCountLimit)
 	switch {
 	case r.p.Workers >= l.DeliveryCountLimit:
 		r.log.Warn("workers reach the group's delivery limit: a crash of this instance can cost a record it held one delivery for each of the instance's share consumers, so a crash alone can make the broker archive a record without output or dead letter; run more instances with fewer workers, or raise share.delivery.count.limit",
@@ -655,7 +655,7 @@ func (r *Relay) renewEvery() time.Duration {
 	return r.limits.lock() / 3
 }
 
-// crashConsumers is the share consumers each of workers runs: at most
+// CrashConsumers is the share consumers each of workers runs: at most
 // want, and few enough that the instance's share consumers stay below
 // the group's delivery limit (at least one each). When a process dies,
 // Kafka 4.3 releases the records each of its share sessions held and
@@ -666,7 +666,7 @@ func (r *Relay) renewEvery() time.Duration {
 // second after a SIGKILL of an instance of 2 workers × 4 consumers, and
 // two of them archived with no output). With workers × consumers below
 // the limit, a live consumer still gets the record.
-func crashConsumers(workers, want, limit int) int {
+func CrashConsumers(workers, want, limit int) int {
 	if workers <= 0 || limit <= 1 {
 		return want
 	}

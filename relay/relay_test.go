@@ -883,10 +883,10 @@ func TestAnInstancesShareConsumersStayBelowTheDeliveryLimit(t *testing.T) {
 		{2, 8, 10, 4},
 		{1, 16, 2, 1},
 	} {
-		if got := crashConsumers(c.workers, c.want, c.limit); got != c.got {
+		if got := CrashConsumers(c.workers, c.want, c.limit); got != c.got {
 			t.Errorf("%d workers asking %d consumers, delivery limit %d: %d consumers each, want %d", c.workers, c.want, c.limit, got, c.got)
 		}
-		if got := crashConsumers(c.workers, c.want, c.limit); c.workers < c.limit && c.workers*got >= c.limit {
+		if got := CrashConsumers(c.workers, c.want, c.limit); c.workers < c.limit && c.workers*got >= c.limit {
 			t.Errorf("%d workers × %d consumers reach the delivery limit %d", c.workers, got, c.limit)
 		}
 	}
