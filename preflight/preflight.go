@@ -97,7 +97,9 @@ func Check(ctx context.Context, p *config.Pipeline, clientOpts []kgo.Opt) *Repor
 	c.transactionalIDs(ctx)
 	c.cluster(ctx)
 	c.lockDuration(ctx)
-	c.deadLetterSpares(ctx)
+	limit, from := c.deliveryLimit(ctx)
+	c.deadLetterSpares(limit, from)
+	c.shareConsumers(limit, from)
 	c.brokerDLQ()
 	return c.rep
 }
@@ -528,17 +530,22 @@ func (c *checker) groupSetting(ctx context.Context, key, brokerKey string) (int,
 	return 0, ""
 }
 
+// deliveryLimit is the group's delivery limit the relay will find, and
+// where it comes from (Kafka's default of 5 when nothing says).
+func (c *checker) deliveryLimit(ctx context.Context) (int, string) {
+	limit, from := c.groupSetting(ctx, relay.GroupDeliveryCountLimit, "group.share.delivery.count.limit")
+	if limit <= 0 {
+		return 5, "Kafka's default"
+	}
+	return limit, from
+}
+
 // deadLetterSpares checks that the group's delivery limit leaves two
 // deliveries after the relay's attempts: one crash can cost a record two
 // (config.DefaultMaxAttempts), and with fewer spares the broker may
 // archive a failing record without its dead letter.
-func (c *checker) deadLetterSpares(ctx context.Context) {
+func (c *checker) deadLetterSpares(limit int, from string) {
 	const check = "dead-letter spares"
-	limit, from := c.groupSetting(ctx, relay.GroupDeliveryCountLimit, "group.share.delivery.count.limit")
-	if limit <= 0 {
-		limit, from = 5, "Kafka's default"
-	}
-	defer c.shareConsumers(limit, from)
 	attempts := c.p.DeadLetter.MaxAttempts
 	if attempts == 0 {
 		attempts = config.DefaultMaxAttempts(limit)

@@ -2,9 +2,10 @@ package harness
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -43,11 +44,7 @@ var argsOrOffsets = regexp.MustCompile(`(?m)\([^()]*\)$|\+0x[0-9a-f]+| fp=0x[0-9
 // FilterStacks takes a Go goroutine dump and keeps the goroutines whose
 // stack holds a line containing match, grouping identical stacks.
 func FilterStacks(dump, match string) string {
-	type group struct {
-		text  string
-		count int
-	}
-	groups := map[string]*group{}
+	counts := map[string]int{} // a normalised stack → its goroutines
 	for _, block := range strings.Split(dump, "\n\n") {
 		block = strings.TrimSpace(block)
 		lines := strings.Split(block, "\n")
@@ -55,22 +52,11 @@ func FilterStacks(dump, match string) string {
 			continue
 		}
 		state := goroutineHeader.FindStringSubmatch(lines[0])[1]
-		key := argsOrOffsets.ReplaceAllString("["+state+"]\n"+strings.Join(lines[1:], "\n"), "")
-		if g, ok := groups[key]; ok {
-			g.count++
-			continue
-		}
-		groups[key] = &group{text: key, count: 1}
+		counts[argsOrOffsets.ReplaceAllString("["+state+"]\n"+strings.Join(lines[1:], "\n"), "")]++
 	}
-	keys := make([]string, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var out strings.Builder
-	for _, k := range keys {
-		g := groups[k]
-		fmt.Fprintf(&out, "%d goroutine(s) %s\n\n", g.count, g.text)
+	for _, stack := range slices.Sorted(maps.Keys(counts)) {
+		fmt.Fprintf(&out, "%d goroutine(s) %s\n\n", counts[stack], stack)
 	}
 	return out.String()
 }
