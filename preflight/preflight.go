@@ -115,6 +115,9 @@ type checker struct {
 	// groupConfigs are the share group's configs as the broker reports
 	// them, nil when they could not be read.
 	groupConfigs map[string]string
+	// plan is what the relay would set on the group at start (zero when
+	// it leaves the group's configs alone).
+	plan relay.GroupPlan
 }
 
 // retryFor bounds the retries of a request that fails with a retriable
@@ -407,7 +410,8 @@ func (c *checker) group(ctx context.Context) {
 		c.rep.add(OK, check+" configs", "left alone (source.manage_group_config: false), so ALTER_CONFIGS is not needed")
 		return
 	}
-	set, _ := relay.GroupConfigsToSet(ctx, c.cl, c.p)
+	c.plan = relay.GroupConfigsToSet(ctx, c.cl, c.p)
+	set := c.plan.Configs
 	err = validateGroupConfigs(ctx, c.cl, g, set)
 	keys := slices.Sorted(func(yield func(string) bool) {
 		for k := range set {
@@ -533,6 +537,11 @@ func (c *checker) groupSetting(ctx context.Context, key, brokerKey string) (int,
 // deliveryLimit is the group's delivery limit the relay will find, and
 // where it comes from (Kafka's default of 5 when nothing says).
 func (c *checker) deliveryLimit(ctx context.Context) (int, string) {
+	if _, own := c.p.Source.GroupConfigs[relay.GroupDeliveryCountLimit]; !own && c.managed() {
+		if v := atoi(c.plan.Configs[relay.GroupDeliveryCountLimit]); v > 0 {
+			return v, "the relay, which raises it at start"
+		}
+	}
 	limit, from := c.groupSetting(ctx, relay.GroupDeliveryCountLimit, "group.share.delivery.count.limit")
 	if limit <= 0 {
 		return 5, "Kafka's default"
@@ -540,19 +549,32 @@ func (c *checker) deliveryLimit(ctx context.Context) (int, string) {
 	return limit, from
 }
 
-// deadLetterSpares checks that the group's delivery limit leaves two
-// deliveries after the relay's attempts: one crash can cost a record two
-// (config.DefaultMaxAttempts), and with fewer spares the broker may
-// archive a failing record without its dead letter.
+// deadLetterSpares checks that the group's delivery limit leaves enough
+// deliveries after the relay's attempts for a crash during the last one:
+// a crash can cost a record one delivery per share consumer of the
+// instance, and two with one (relay.CrashConsumers,
+// config.DefaultMaxAttempts); with fewer spares the broker may archive a
+// failing record without its dead letter.
 func (c *checker) deadLetterSpares(limit int, from string) {
 	const check = "dead-letter spares"
 	attempts := c.p.DeadLetter.MaxAttempts
 	if attempts == 0 {
-		attempts = config.DefaultMaxAttempts(limit)
+		base := limit
+		if c.plan.AttemptsLimit > 0 {
+			base = min(limit, c.plan.AttemptsLimit)
+		}
+		attempts = config.DefaultMaxAttempts(base)
+	}
+	need, sessions := 2, 0
+	if c.p.Workers > 0 && c.p.Batch.Consumers > 0 {
+		sessions = c.p.Workers * relay.CrashConsumers(c.p.Workers, c.p.Batch.Consumers, limit)
+		need = max(2, sessions)
 	}
 	switch spare := limit - attempts; {
-	case spare >= 2:
+	case spare >= need:
 		c.rep.add(OK, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries", attempts, limit, from, spare)
+	case sessions > 2:
+		c.rep.add(Warn, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries; a crash of an instance of %d share consumers can cost a record %d, and the broker then archives it without a dead letter (raise %s to %d, or lower dead_letter.max_attempts)", attempts, limit, from, max(0, spare), sessions, need, relay.GroupDeliveryCountLimit, attempts+need)
 	default:
 		c.rep.add(Warn, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries; a crash can cost a record two, and the broker then archives it without a dead letter (raise %s to %d)", attempts, limit, from, max(0, spare), relay.GroupDeliveryCountLimit, attempts+2)
 	}

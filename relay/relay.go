@@ -85,6 +85,19 @@ type limits struct {
 	attemptsV atomic.Int32 // deliveries a retryable failure gets before its dead letter
 	limitV    atomic.Int32 // the group's delivery count limit
 	lockMs    atomic.Int64 // the group's record lock duration
+	// attemptsFrom, when not 0, caps the limit the default attempts are
+	// derived from (GroupPlan.AttemptsLimit); set by prepare before
+	// anything reads it.
+	attemptsFrom int
+}
+
+// attemptsLimit is the delivery limit the default attempts derive from,
+// for a group whose limit is limit.
+func (l *limits) attemptsLimit(limit int) int {
+	if l.attemptsFrom > 0 {
+		return min(limit, l.attemptsFrom)
+	}
+	return limit
 }
 
 func (l *limits) attempts() int32     { return l.attemptsV.Load() }
@@ -390,8 +403,12 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 	r.log.Info("largest record batches the topics take (max.message.bytes)", "bytes", sizes)
 
 	if r.p.Source.ManageGroupConfig == nil || *r.p.Source.ManageGroupConfig {
-		cfgs, note := GroupConfigsToSet(ctx, cl, r.p)
-		r.log.Info("share group "+note, "group", r.p.Source.Group)
+		plan := GroupConfigsToSet(ctx, cl, r.p)
+		for _, note := range plan.Notes {
+			r.log.Info("share group "+note, "group", r.p.Source.Group)
+		}
+		cfgs := plan.Configs
+		r.limits.attemptsFrom = plan.AttemptsLimit
 		if err := SetGroupConfigs(ctx, cl, r.p.Source.Group, cfgs); err != nil {
 			return nil, fmt.Errorf("relay: %w", err)
 		}
@@ -424,7 +441,7 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 	if err := checkBrokerDLQ(ctx, cl, r.p, r.log); err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
-	r.log.Info("delivery limits", "delivery_count_limit", l.DeliveryCountLimit, "from", l.From,
+	r.log.Info("delivery limits", "delivery_count_limit", l.DeliveryCountLimit, "from", l.From, "workers", r.p.Workers, "consumers", r.consumers,
 		"max_attempts", r.limits.attempts(), "lock_duration_ms", l.LockDurationMs, "delivery", r.p.Delivery)
 	if r.p.Delivery == config.ExactlyOnce && r.p.Output.TransactionTimeout >= time.Duration(l.LockDurationMs)*time.Millisecond {
 		r.log.Warn("output.transaction_timeout is not below the share lock duration: a crashed worker's claim may outlive the lock of the records it blocks",
@@ -441,7 +458,7 @@ func (r *Relay) setLimits(l ShareLimits) {
 		// Keep the broker's last deliveries as spares: a crash during
 		// the last attempt then still leaves a delivery, which
 		// dead-letters the record instead of the broker archiving it.
-		a = int32(config.DefaultMaxAttempts(l.DeliveryCountLimit))
+		a = int32(config.DefaultMaxAttempts(r.limits.attemptsLimit(l.DeliveryCountLimit)))
 	}
 	switch spare := l.DeliveryCountLimit - int(a); {
 	case spare <= 0:

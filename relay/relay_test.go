@@ -694,14 +694,64 @@ func TestGroupConfigsLeaveTheRecordLockLimitToABrokerThatDoesNotSayItsMaximum(t 
 	}
 	defer cl.Close()
 	p := pipeline(t, c, "")
-	cfgs, note := GroupConfigsToSet(context.Background(), cl, p)
-	if _, set := cfgs[GroupRecordLocks]; set || !strings.Contains(note, "left to the broker") {
-		t.Fatalf("GroupConfigsToSet = %v, %q; want no %s (kfake has no %s)", cfgs, note, GroupRecordLocks, brokerMaxRecordLocks)
+	plan := GroupConfigsToSet(context.Background(), cl, p)
+	if _, set := plan.Configs[GroupRecordLocks]; set || !strings.Contains(plan.Notes[0], "record lock limit left to the broker") {
+		t.Fatalf("GroupConfigsToSet = %+v; want no %s (kfake has no %s)", plan, GroupRecordLocks, brokerMaxRecordLocks)
 	}
-	p.Source.GroupConfigs = map[string]string{GroupRecordLocks: "3000"}
-	cfgs, note = GroupConfigsToSet(context.Background(), cl, p)
-	if cfgs[GroupRecordLocks] != "3000" || !strings.Contains(note, "source.group_configs") {
-		t.Fatalf("GroupConfigsToSet = %v, %q; want the file's 3000", cfgs, note)
+	if _, set := plan.Configs[GroupDeliveryCountLimit]; set || plan.AttemptsLimit != 0 || !strings.Contains(plan.Notes[1], "delivery limit left to the broker") {
+		t.Fatalf("GroupConfigsToSet = %+v; want no %s (kfake has no %s)", plan, GroupDeliveryCountLimit, brokerMaxDeliveryCountLimit)
+	}
+	p.Source.GroupConfigs = map[string]string{GroupRecordLocks: "3000", GroupDeliveryCountLimit: "4"}
+	plan = GroupConfigsToSet(context.Background(), cl, p)
+	if plan.Configs[GroupRecordLocks] != "3000" || !strings.Contains(plan.Notes[0], "source.group_configs") {
+		t.Fatalf("GroupConfigsToSet = %+v; want the file's 3000", plan)
+	}
+	if plan.Configs[GroupDeliveryCountLimit] != "4" || plan.AttemptsLimit != 0 || !strings.Contains(plan.Notes[1], "source.group_configs") {
+		t.Fatalf("GroupConfigsToSet = %+v; want the file's delivery limit 4", plan)
+	}
+}
+
+func TestTheDeliveryLimitIsRaisedSoThatACrashCannotUseUpARecordsDeliveries(t *testing.T) {
+	for _, c := range []struct {
+		name                          string
+		attempts, sessions, def, most int
+		limit                         int
+		raise                         bool
+	}{
+		{"1 worker × 4 consumers, 3 attempts", 3, 4, 5, 10, 7, true},
+		{"2 workers × 4 consumers: capped at the broker's maximum", 3, 8, 5, 10, 10, true},
+		{"one share consumer still keeps two spares", 3, 1, 5, 10, 5, false},
+		{"a broker default that is already enough is never lowered", 3, 4, 8, 10, 8, false},
+		{"a broker that allows no more", 3, 4, 5, 5, 5, false},
+		{"the file's max_attempts", 6, 2, 5, 10, 8, true},
+	} {
+		limit, raise := deliveryLimitToSet(c.attempts, c.sessions, c.def, c.most)
+		if limit != c.limit || raise != c.raise {
+			t.Errorf("%s: deliveryLimitToSet(%d, %d, %d, %d) = %d, %v; want %d, %v", c.name, c.attempts, c.sessions, c.def, c.most, limit, raise, c.limit, c.raise)
+		}
+		// What a crash costs a record on its last attempt fits below
+		// the limit unless the broker's maximum forbids it.
+		if raise && limit < c.most && limit-c.attempts < max(2, c.sessions) {
+			t.Errorf("%s: limit %d leaves %d spares for %d share consumers", c.name, limit, limit-c.attempts, c.sessions)
+		}
+	}
+}
+
+func TestARaisedDeliveryLimitAddsSparesNotAttempts(t *testing.T) {
+	r := &Relay{p: &config.Pipeline{}, log: slog.New(slog.DiscardHandler), m: metrics.New(prometheus.NewRegistry(), "t")}
+	r.setLimits(ShareLimits{DeliveryCountLimit: 10, LockDurationMs: 30000})
+	if got := r.limits.attempts(); got != 8 {
+		t.Fatalf("a group limit of 10 set by its operator: %d attempts, want 8", got)
+	}
+	r = &Relay{p: &config.Pipeline{}, log: slog.New(slog.DiscardHandler), m: metrics.New(prometheus.NewRegistry(), "t")}
+	r.limits.attemptsFrom = 5 // the relay raised the broker's default of 5
+	r.setLimits(ShareLimits{DeliveryCountLimit: 10, LockDurationMs: 30000})
+	if got := r.limits.attempts(); got != 3 {
+		t.Fatalf("a limit the relay raised from 5 to 10: %d attempts, want 3 (as at 5)", got)
+	}
+	r.setLimits(ShareLimits{DeliveryCountLimit: 4, LockDurationMs: 30000})
+	if got := r.limits.attempts(); got != 2 {
+		t.Fatalf("the limit lowered to 4 under the relay: %d attempts, want 2", got)
 	}
 }
 
