@@ -64,7 +64,10 @@ type Source struct {
 	// "read_committed" (default) or "read_uncommitted".
 	IsolationLevel string `yaml:"isolation_level" json:"isolation_level"`
 	// ManageGroupConfig: when true (default) the relay sets the two
-	// group configs above with IncrementalAlterConfigs at start.
+	// group configs above and GroupConfigs with IncrementalAlterConfigs
+	// at start, and, unless GroupConfigs sets them, raises the group's
+	// record lock limit and delivery limit for what an instance holds
+	// (relay.GroupConfigsToSet).
 	ManageGroupConfig *bool `yaml:"manage_group_config" json:"manage_group_config"`
 	// GroupConfigs are further share-group configs the relay sets with
 	// the two above, e.g. share.record.lock.duration.ms or
@@ -90,7 +93,9 @@ type DeadLetter struct {
 	// retryable failure dead-letters it. 0 (default) derives it from the
 	// group's effective share.delivery.count.limit read from the broker
 	// (DefaultMaxAttempts): two less than the limit, keeping two spare
-	// deliveries for a crash during the last attempt.
+	// deliveries for a crash during the last attempt. A limit the relay
+	// raised itself (ManageGroupConfig) adds spares, not attempts: the
+	// attempts are then derived from the broker's default limit.
 	MaxAttempts int `yaml:"max_attempts" json:"max_attempts"`
 	// Ack is how a dead-lettered record is acknowledged to the share
 	// group once its dead letter is committed: "accept" (default: the
@@ -130,7 +135,9 @@ type Batch struct {
 	// so the others fetch while it commits. The relay lowers it at start
 	// (with a warning) so that Workers × Consumers stays below the share
 	// group's delivery limit: a crash can cost a record one delivery per
-	// share consumer of the instance.
+	// share consumer of the instance. With ManageGroupConfig the relay
+	// first raises that limit for its consumers, within the broker's
+	// maximum (relay.GroupConfigsToSet).
 	Consumers int `yaml:"consumers" json:"consumers"`
 	// Linger is how long a worker whose ready polls hold fewer than half
 	// of what a batch takes (Consumers × MaxRecords; with exactly-once,

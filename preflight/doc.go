@@ -22,7 +22,11 @@
 //     DescribeCluster's cluster_authorized_operations, for information
 //     (the relay needs no cluster permission);
 //   - the share group's record lock duration (group config, else the
-//     broker's default) above output.transaction_timeout.
+//     broker's default) above output.transaction_timeout;
+//   - the delivery limit the relay will run with (the one it raises the
+//     group's to, when it manages the group's configs) leaving, after the
+//     dead-letter attempts, a spare delivery per share consumer of the
+//     instance (at least two), and the share consumers a worker will run.
 //
 // What it cannot check without side effects: that a share consumer can
 // join (a heartbeat would make the principal a member), that records can

@@ -2,6 +2,7 @@ package preflight_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -241,6 +242,32 @@ func TestADeliveryLimitWithOneSpareWarns(t *testing.T) {
 	}
 	if rep.Failed() {
 		t.Error("a warning failed the check")
+	}
+}
+
+func TestDeadLetterSparesCoverWhatACrashOfTheInstanceCosts(t *testing.T) {
+	f := newFixture(t)
+	f.grant(t, everything)
+	for _, c := range []struct {
+		limit, attempts, workers, consumers int
+		want                                string
+	}{
+		{7, 0, 1, 4, "warn: dead-letter spares: 5 attempts, delivery limit 7 (from source.group_configs): 2 spare deliveries; a crash of an instance of 4 share consumers can cost a record 4"},
+		{7, 3, 1, 4, "ok: dead-letter spares: 3 attempts, delivery limit 7 (from source.group_configs): 4 spare deliveries"},
+		{5, 0, 1, 1, "ok: dead-letter spares: 3 attempts, delivery limit 5 (from source.group_configs): 2 spare deliveries"},
+	} {
+		p, opts := f.pipeline(relayPassword)
+		p.Source.GroupConfigs["share.delivery.count.limit"] = strconv.Itoa(c.limit)
+		p.DeadLetter.MaxAttempts = c.attempts
+		p.Workers, p.Batch.Consumers = c.workers, c.consumers
+		rep := check(t, p, opts)
+		found := false
+		for _, r := range rep.Results {
+			found = found || strings.HasPrefix(r.String(), c.want)
+		}
+		if !found {
+			t.Errorf("limit %d, %d attempts, %d × %d: no line starting %q in\n%v", c.limit, c.attempts, c.workers, c.consumers, c.want, rep.Results)
+		}
 	}
 }
 
