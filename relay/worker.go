@@ -838,10 +838,25 @@ func (w *worker) refused(t txnRecords, err error) map[int]error {
 func (w *worker) check(ctx context.Context, pending []int) *outcome {
 	checked := time.Now()
 	conflicts, err := w.guard.Check(ctx)
+	if ferr := failpoint.Hit(failpoint.ClaimWaitTimeout); ferr != nil && err == nil {
+		err = fmt.Errorf("%w (%w)", eos.ErrClaimWaitTimeout, ferr)
+	}
 	w.phase(metrics.PhaseClaimCheck, checked)
 	if err != nil {
 		aerr := w.abort(ctx)
-		if errors.Is(err, eos.ErrClaimWaitTimeout) || errors.Is(err, eos.ErrClaimNotPending) {
+		if errors.Is(err, eos.ErrClaimWaitTimeout) {
+			// An earlier claim of these records is still unsettled (its
+			// marker late or lost, the resolver not done). Retrying
+			// cannot cure that, and releasing would cost each record a
+			// delivery per ClaimWait until the broker archives it (seen:
+			// a claim unsettled for minutes after broker kills, 83
+			// records released on their tenth delivery). Hold them,
+			// their locks renewed, and write them again once the
+			// blocker is settled.
+			w.log.Warn("transaction not committed: an earlier claim of its records is unsettled; holding them", "records", len(pending), "err", errors.Join(err, aerr))
+			return &outcome{kind: unavailable, err: err, txn: metrics.TxnAborted}
+		}
+		if errors.Is(err, eos.ErrClaimNotPending) {
 			w.log.Warn("transaction not committed; releasing its records", "stage", "claim check", "records", len(pending), "err", errors.Join(err, aerr))
 			return &outcome{kind: notCommitted, err: err, txn: metrics.TxnAborted}
 		}
@@ -1004,7 +1019,8 @@ func (w *worker) ensureProducer(ctx context.Context) error {
 }
 
 // pause holds the worker after a write failed for a reason retrying will
-// cure (the cluster unreachable or slow, a topic missing or not writable):
+// cure (the cluster unreachable or slow, a topic missing or not writable,
+// an earlier claim of its records not settled yet):
 // it reports the worker not ready with the reason and waits, with a
 // capped backoff, until the topics the pipeline writes are there again.
 // It returns false when ctx ends first.
@@ -1014,6 +1030,8 @@ func (w *worker) pause(ctx context.Context, cause error) bool {
 	switch {
 	case errors.Is(cause, errHangingSpan):
 		reason = "hanging transaction"
+	case errors.Is(cause, eos.ErrClaimWaitTimeout):
+		reason = "claim blocked"
 	case class == kafkaerr.Destination:
 		reason = "destination unavailable"
 	}

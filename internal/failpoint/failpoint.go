@@ -60,6 +60,10 @@ const (
 	// record after a broker restart (tests show that it is written
 	// once).
 	DuplicatePoll = "duplicate-poll"
+	// ClaimWaitTimeout: with "error", a worker's claim check ends as if
+	// an earlier claim of its records stayed unsettled past ClaimWait
+	// (tests show the records are held, not released).
+	ClaimWaitTimeout = "claim-wait-timeout"
 )
 
 // ErrInjected is returned by Hit for the "error" action.
