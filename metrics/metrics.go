@@ -54,7 +54,14 @@ type Metrics struct {
 	// HangingSpans counts checks that found a transaction of a worker's
 	// producer id left open by a lost marker (the worker holds its
 	// records until it is completed).
-	HangingSpans    *prometheus.CounterVec
+	HangingSpans *prometheus.CounterVec
+	// LostMarkers counts transactions that continued a span an earlier
+	// transaction of the worker's producer id left open, by what the
+	// worker did: committed (the earlier one committed too), aborted
+	// (it did not), restored (an abort discarded committed records,
+	// written again), claims (an abort discarded committed claims),
+	// unknown (the earlier outcome is not known here).
+	LostMarkers     *prometheus.CounterVec
 	InvariantBreaks prometheus.Counter
 	WorkersRunning  prometheus.Gauge
 
@@ -121,6 +128,7 @@ func New(reg prometheus.Registerer, pipeline string) *Metrics {
 		AlreadyCommitted: counter("already_committed_total", "Records accepted without processing because the claim ledger shows them committed (exactly-once only).", "worker"),
 		ProducerResets:   counter("producer_resets_total", "Transactional producers replaced after a fatal error (they could no longer begin or abort transactions).", "worker"),
 		HangingSpans:     counter("hanging_transactions_total", "Checks that found a transaction of the worker's producer id open in a partition it writes after the broker lost its marker; the worker holds its records until an operator completes it (see docs/exactly-once.md).", "worker"),
+		LostMarkers:      counter("lost_markers_total", "Transactions that continued a span an earlier transaction of the worker's producer id left open after the broker lost its marker, by what the worker did: committed, aborted, restored, claims, unknown (see docs/exactly-once.md).", "worker", "repair"),
 		ClaimConflicts:   counter("claim_conflicts_total", "Records dropped from a transaction because an earlier claim committed them (exactly-once only).", "worker"),
 		BatchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "sharerelay", Name: "batch_duration_seconds", ConstLabels: c,

@@ -35,6 +35,10 @@ const (
 // creates, so it outlives a replaced producer.
 type disruptions struct {
 	last atomic.Int64 // unix nanoseconds; 0 = never
+	// dialed is when a producer client last opened a connection, failed
+	// or not (unix nanoseconds; 0 = never): a broker that restarted is
+	// reached again through a new connection (see changedAt).
+	dialed atomic.Int64
 }
 
 var (
@@ -42,8 +46,9 @@ var (
 	_ kgo.HookBrokerE2E     = (*disruptions)(nil)
 )
 
-// OnBrokerConnect notes a failed dial.
+// OnBrokerConnect notes a failed dial, and every dial (changedAt).
 func (d *disruptions) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	d.dialed.Store(time.Now().UnixNano())
 	if err != nil {
 		d.note()
 	}
@@ -58,14 +63,19 @@ func (d *disruptions) OnBrokerE2E(_ kgo.BrokerMetadata, _ int16, e2e kgo.BrokerE
 
 func (d *disruptions) note() { d.last.Store(time.Now().UnixNano()) }
 
-// at returns when the last disruption happened (the zero time if never,
-// or for a nil d).
-func (d *disruptions) at() time.Time {
+// changedAt returns when the worker's producers last met a failure or
+// opened a connection (the zero time if never, or for a nil d). A
+// transaction that wrote through a connection opened after the previous
+// transaction ended may have written to a broker that restarted in
+// between, and could have lost that transaction's marker on the way
+// (see worker.endCheck); a failure alone is not always seen, since a
+// connection the broker closed while idle fails no request.
+func (d *disruptions) changedAt() time.Time {
 	if d == nil {
 		return time.Time{}
 	}
-	if last := d.last.Load(); last != 0 {
-		return time.Unix(0, last)
+	if at := max(d.last.Load(), d.dialed.Load()); at != 0 {
+		return time.Unix(0, at)
 	}
 	return time.Time{}
 }

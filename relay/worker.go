@@ -99,6 +99,9 @@ type worker struct {
 	// spanDeniedLogged: checkSpans said once which topics it may not
 	// describe.
 	spanDeniedLogged bool
+	// restore are committed records an abort discarded with the span a
+	// lost marker left open, to write again (endCheck, restoreLost).
+	restore []*kgo.Record
 
 	// rejectDeadLetters: a committed dead letter's record is REJECTed
 	// rather than ACCEPTed (dead_letter.ack: reject).
@@ -730,6 +733,7 @@ func (w *worker) write(ctx context.Context, plans []plan, srcs []eos.Source, pen
 	if out := w.produce(tctx, t, claims); out != nil {
 		return *out
 	}
+	_ = failpoint.Hit(failpoint.AfterProduce)
 	if len(claims) > 0 {
 		if out := w.check(tctx, pending); out != nil {
 			return *out
@@ -742,6 +746,10 @@ func (w *worker) write(ctx context.Context, plans []plan, srcs []eos.Source, pen
 	}
 	if err := failpoint.Hit(failpoint.BeforeCommit); err != nil {
 		return w.failed("failpoint", err, w.abort(tctx))
+	}
+	if !w.endCheck(tctx, true) {
+		// Written again once the abort closed the span.
+		return outcome{kind: unavailable, err: errors.Join(errLostMarker, w.abort(tctx)), txn: metrics.TxnAborted}
 	}
 	return outcome{kind: ready}
 }
@@ -773,6 +781,12 @@ func (w *worker) prepare(ctx, tctx context.Context) *outcome {
 		}
 		w.m.WriteFailures.WithLabelValues(w.label, kafkaerr.Cluster.String()).Inc()
 		return &outcome{kind: unavailable, err: fmt.Errorf("checking for a transaction left open: %w", err)}
+	}
+	if err := w.restoreLost(tctx); err != nil {
+		if errors.Is(err, txn.ErrFenced) {
+			return &outcome{kind: fenced, err: err}
+		}
+		return &outcome{kind: unavailable, err: err}
 	}
 	return nil
 }
@@ -955,8 +969,10 @@ func (w *worker) failed(stage string, err, aerr error) outcome {
 }
 
 // abort aborts the open transaction; when that fails the producer is
-// replaced before the next one.
+// replaced before the next one. Committed records the abort discards with
+// a span a lost marker left open are written again (endCheck).
 func (w *worker) abort(ctx context.Context) error {
+	w.endCheck(ctx, false)
 	if err := w.prod.Abort(ctx); err != nil {
 		w.stale = true
 		return err
@@ -1003,6 +1019,7 @@ func (w *worker) ensureProducer(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
 		p, err := w.newProducer(ctx)
 		if err == nil {
+			p.Inherit(w.prod)
 			w.prod, w.stale = p, false
 			w.m.ProducerResets.WithLabelValues(w.label).Inc()
 			w.log.Info("transactional producer replaced")
@@ -1069,93 +1086,6 @@ func (w *worker) probe(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// errHangingSpan: a transaction of the worker's producer id is still open
-// in a partition it writes although the producer has no transaction open:
-// the broker lost that partition's marker (a single-node broker killed
-// while it wrote markers). It is not retried away.
-var errHangingSpan = errors.New("hanging transaction")
-
-// checkSpans makes sure, when the producer is unchecked (txn.Producer.Unchecked),
-// that no transaction of its producer id is open in a partition the
-// worker writes, before a new transaction begins there. Kafka keeps
-// records without a marker in the producer's open span, and the next
-// marker of the same producer id in that partition ends them as well —
-// whatever the coordinator decided for their own transaction. So a lost
-// marker followed by a new transaction would make an aborted
-// transaction's records visible (a duplicate) or abort a committed one's
-// (a loss), in outputs and ledger alike. Instead the worker holds its
-// records and reports a hanging transaction (errHangingSpan), which an
-// operator completes (kafka-transactions.sh find-hanging / abort, or
-// WriteTxnMarkers with the coordinator's decision); it goes on by itself
-// once the span is closed. Open spans of the producer's transaction that
-// just ended are markers still in flight: they are looked at again for a
-// few seconds before they count. Partitions the principal may not
-// describe (DescribeProducers needs READ on the topic) are skipped, and
-// said once in the log.
-func (w *worker) checkSpans(ctx context.Context) error {
-	if !w.prod.Unchecked(w.disrupt.at()) || len(w.spans) == 0 {
-		return nil
-	}
-	if failpoint.Hit(failpoint.SkipSpanCheck) != nil {
-		return nil
-	}
-	pid, _, err := w.prod.ProducerID(ctx)
-	if err != nil {
-		return err
-	}
-	adm := kadm.NewClient(w.prod.Client())
-	for attempt := 0; ; attempt++ {
-		open, denied, err := openSpans(ctx, adm, pid, w.spans)
-		if err != nil {
-			return err
-		}
-		if len(denied) > 0 && !w.spanDeniedLogged {
-			w.spanDeniedLogged = true
-			w.log.Warn("cannot check these topics for a transaction left open by a broker failure (DescribeProducers needs READ on them)", "topics", denied)
-		}
-		if len(open) == 0 {
-			w.prod.MarkChecked()
-			return nil
-		}
-		if attempt == 3 {
-			w.m.HangingSpans.WithLabelValues(w.label).Inc()
-			w.log.Error("a transaction of this worker's producer id is open in a partition although the producer has none open: the broker lost its marker; holding the records until it is completed", "producer_id", pid, "partitions", open)
-			return fmt.Errorf("%w: producer id %d in %v", errHangingSpan, pid, open)
-		}
-		if !sleepCtx(ctx, time.Second) {
-			return ctx.Err()
-		}
-	}
-}
-
-// openSpans returns the partitions of topics where producer id pid has a
-// transaction open, and the topics whose producers the client may not
-// describe. Topics are described one by one: kadm fails a whole request
-// on one partition's authorization error.
-func openSpans(ctx context.Context, adm *kadm.Client, pid int64, topics []string) (open []string, denied []string, err error) {
-	for _, t := range topics {
-		ts := kadm.TopicsSet{}
-		ts.Add(t)
-		dp, err := adm.DescribeProducers(ctx, ts)
-		if errors.Is(err, kerr.TopicAuthorizationFailed) {
-			denied = append(denied, t)
-			continue
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("describing the producers of %s: %w", t, err)
-		}
-		for _, p := range dp.SortedPartitions() {
-			if p.Err != nil {
-				return nil, nil, fmt.Errorf("describing the producers of %s[%d]: %w", p.Topic, p.Partition, p.Err)
-			}
-			if st, ok := p.ActiveProducers[pid]; ok && st.CurrentTxnStartOffset >= 0 {
-				open = append(open, fmt.Sprintf("%s[%d]@%d(epoch %d)", p.Topic, p.Partition, st.CurrentTxnStartOffset, st.ProducerEpoch))
-			}
-		}
-	}
-	return open, denied, nil
 }
 
 // phase records the time since start as spent in phase.

@@ -107,6 +107,31 @@ type Producer struct {
 	// (a kgo hook), produced the records Produce was given since Begin.
 	written  *writtenCounter
 	produced int64
+	// sent are the records given to Produce since Begin; unsent are
+	// those among them the brokers did not acknowledge (nil when none
+	// failed). wrote is, per partition, what the last transaction to end
+	// there wrote (see Last).
+	sent   []*kgo.Record
+	unsent map[*kgo.Record]bool
+	wrote  map[Partition]Span
+	// lastEnded are the partitions the last transaction to end wrote.
+	lastEnded []Partition
+}
+
+// Partition names one partition of a topic.
+type Partition struct {
+	Topic     string
+	Partition int32
+}
+
+// Span is what one transaction of the producer wrote to one partition:
+// the offset of its first record there, how it ended and, when it
+// committed, its records there (to write again should a lost marker make
+// a later abort discard them; see Last).
+type Span struct {
+	First   int64
+	Outcome Outcome
+	Records []*kgo.Record
 }
 
 // writtenCounter counts the records the client finished as written. kgo
@@ -130,11 +155,26 @@ func (c *writtenCounter) OnProduceRecordUnbuffered(_ *kgo.Record, err error) {
 // with its own marker (Kafka keeps them in the producer's open span), so
 // records of an aborted transaction could become visible, or those of a
 // committed one be aborted. It is true for a new producer, after a
-// transaction that did not end committed or an abort that failed, and
-// when the worker's clients met a broker failure (disruptedAt) since the
-// last check. Always false without transactions.
+// transaction that did not end committed or an abort that failed, after
+// MarkUnchecked, and when the worker's clients met a broker failure or
+// opened a connection (disruptedAt) since the last check. Always false
+// without transactions.
 func (p *Producer) Unchecked(disruptedAt time.Time) bool {
 	return p.txn && (p.unchecked || p.checked.Before(disruptedAt))
+}
+
+// MarkUnchecked makes Unchecked true until the next MarkChecked: a
+// transaction of this producer id may be open in a partition it writes.
+func (p *Producer) MarkUnchecked() { p.unchecked = true }
+
+// Drop fails the records of the open transaction not written yet and waits
+// until none is in flight, so that the offsets of those written are final
+// (OpenFirsts) before an abort.
+func (p *Producer) Drop(ctx context.Context) error {
+	if err := p.cl.AbortBufferedRecords(ctx); err != nil {
+		return fmt.Errorf("txn: dropping buffered records: %w", err)
+	}
+	return nil
 }
 
 // MarkChecked records that no transaction of the producer id is open in
@@ -212,6 +252,7 @@ func (p *Producer) Begin() error {
 	}
 	p.written.n.Store(0)
 	p.produced = 0
+	p.sent, p.unsent = nil, nil
 	if err := p.cl.BeginTransaction(); err != nil {
 		if isFenced(err) {
 			return fmt.Errorf("txn: begin: %w: %w", ErrFenced, err)
@@ -265,6 +306,7 @@ func (p *Producer) Produce(ctx context.Context, recs ...*kgo.Record) error {
 		return nil
 	}
 	p.produced += int64(len(recs))
+	p.sent = append(p.sent, recs...)
 	var (
 		mu     sync.Mutex
 		failed map[int]error
@@ -301,6 +343,12 @@ func (p *Producer) Produce(ctx context.Context, recs ...*kgo.Record) error {
 	if len(failed) == 0 {
 		return nil
 	}
+	if p.unsent == nil {
+		p.unsent = make(map[*kgo.Record]bool, len(failed))
+	}
+	for i := range failed {
+		p.unsent[recs[i]] = true
+	}
 	we := &WriteError{Failed: failed, Total: len(recs)}
 	if isFenced(we) {
 		return fmt.Errorf("txn: %w: %w", ErrFenced, we)
@@ -316,6 +364,9 @@ func (p *Producer) Commit(ctx context.Context) (o Outcome, err error) {
 	defer func() {
 		if o != Committed {
 			p.unchecked = true
+		}
+		if p.txn {
+			p.ended(o)
 		}
 	}()
 	if !p.txn {
@@ -381,13 +432,15 @@ func (p *Producer) checkWritten() error {
 
 // Abort aborts the open transaction, dropping records not yet sent.
 func (p *Producer) Abort(ctx context.Context) error {
-	if err := p.cl.AbortBufferedRecords(ctx); err != nil {
-		return fmt.Errorf("txn: dropping buffered records: %w", err)
+	if err := p.Drop(ctx); err != nil {
+		return err
 	}
 	if !p.txn {
 		return nil
 	}
-	if err := p.cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+	err := p.cl.EndTransaction(ctx, kgo.TryAbort)
+	p.ended(NotCommitted)
+	if err != nil {
 		p.unchecked = true
 		if isFenced(err) {
 			return fmt.Errorf("txn: abort: %w: %w", ErrFenced, err)
@@ -408,3 +461,105 @@ func (p *Producer) Close() { p.closer.Do(p.cl.Close) }
 // producer recovers from by bumping its own epoch (KIP-360) when it aborts;
 // a real newer instance then answers PRODUCER_FENCED.
 func isFenced(err error) bool { return kafkaerr.Classify(err) == kafkaerr.Fenced }
+
+// ended notes, per partition, what the transaction that just ended wrote
+// there (Last), and forgets its records. The records' partitions and
+// offsets are final: every record was flushed or aborted.
+func (p *Producer) ended(o Outcome) {
+	if len(p.sent) == 0 {
+		return
+	}
+	if p.wrote == nil {
+		p.wrote = map[Partition]Span{}
+	}
+	// A transaction writes few partitions: a slice searched in turn
+	// costs less per record than a map lookup.
+	var firsts []Span
+	var keys []Partition
+	for _, r := range p.sent {
+		if p.unsent[r] {
+			continue
+		}
+		k := Partition{r.Topic, r.Partition}
+		i := slices.Index(keys, k)
+		if i < 0 {
+			keys = append(keys, k)
+			firsts = append(firsts, Span{First: r.Offset, Outcome: o})
+			continue
+		}
+		firsts[i].First = min(firsts[i].First, r.Offset)
+	}
+	p.lastEnded = keys
+	for i, k := range keys {
+		if o != NotCommitted {
+			firsts[i].Records = p.sent // filtered by partition when needed (Last)
+		}
+		p.wrote[k] = firsts[i]
+	}
+	p.sent, p.unsent = nil, nil
+}
+
+// Last returns what the last transaction of this producer's transactional
+// id to end in partition tp wrote there, as far as this process knows:
+// where its records begin, how it ended, and its records there when it
+// did not end NotCommitted. A broker that loses a marker leaves these
+// records in the producer id's open span, which the id's next
+// transaction in that partition continues (see OpenFirsts).
+func (p *Producer) Last(tp Partition) (Span, bool) {
+	s, ok := p.wrote[tp]
+	if !ok || s.Records == nil {
+		return s, ok
+	}
+	var recs []*kgo.Record
+	for _, r := range s.Records {
+		if r.Topic == tp.Topic && r.Partition == tp.Partition && r.Offset >= s.First {
+			recs = append(recs, r)
+		}
+	}
+	s.Records = recs
+	return s, true
+}
+
+// Settle records the outcome of the last transaction, learnt after its
+// commit ended Unknown (from the claim ledger).
+func (p *Producer) Settle(committed bool) {
+	o := NotCommitted
+	if committed {
+		o = Committed
+	}
+	for _, k := range p.lastEnded {
+		if s, ok := p.wrote[k]; ok && s.Outcome == Unknown {
+			s.Outcome = o
+			if o == NotCommitted {
+				s.Records = nil
+			}
+			p.wrote[k] = s
+		}
+	}
+}
+
+// Inherit gives p, which replaces old under the same transactional id (the
+// same producer id, at a new epoch), what old knew of the spans its
+// transactions wrote (Last).
+func (p *Producer) Inherit(old *Producer) {
+	if old != nil && p.txnID == old.txnID && p.wrote == nil {
+		p.wrote = old.wrote
+	}
+}
+
+// OpenFirsts returns, per partition, the offset of the first record the
+// open transaction wrote there. Call it only once Produce returned
+// without error: the offsets of records still in flight are not final.
+func (p *Producer) OpenFirsts() map[Partition]int64 {
+	firsts := map[Partition]int64{}
+	for _, r := range p.sent {
+		if p.unsent[r] {
+			continue
+		}
+		k := Partition{r.Topic, r.Partition}
+		if f, ok := firsts[k]; !ok || r.Offset < f {
+			firsts[k] = r.Offset
+		}
+	}
+	return firsts
+}

@@ -177,3 +177,99 @@ func TestCommitAbortsATransactionHoldingRecordsNotProduced(t *testing.T) {
 		t.Fatalf("read_committed sees %v, want [once]", got)
 	}
 }
+
+// TestTheProducerRemembersWhatEachPartitionLastGotAndHowItEnded: the worker
+// decides how a transaction that continued a lost marker's span must end
+// from Last; a replaced producer keeps it (Inherit), and a commit whose
+// answer was lost is settled later (Settle).
+func TestTheProducerRemembersWhatEachPartitionLastGotAndHowItEnded(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "a", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cfg := Config{Seeds: c.ListenAddrs(), TransactionalID: "m-0", TransactionTimeout: 10 * time.Second,
+		Extra: []kgo.Opt{kgo.RecordPartitioner(kgo.ManualPartitioner())}}
+	p, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	rec := func(topic string, part int32, v string) *kgo.Record {
+		return &kgo.Record{Topic: topic, Partition: part, Value: []byte(v)}
+	}
+	txn := func(commit bool, recs ...*kgo.Record) {
+		t.Helper()
+		if err := p.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Produce(ctx, recs...); err != nil {
+			t.Fatal(err)
+		}
+		firsts := p.OpenFirsts()
+		for _, r := range recs {
+			if f := firsts[Partition{r.Topic, r.Partition}]; f > r.Offset {
+				t.Fatalf("OpenFirsts %v: %s[%d] first %d after a record at %d", firsts, r.Topic, r.Partition, f, r.Offset)
+			}
+		}
+		if commit {
+			if o, err := p.Commit(ctx); o != Committed {
+				t.Fatal(o, err)
+			}
+		} else if err := p.Abort(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	txn(true, rec("a", 0, "1"), rec("a", 0, "2"), rec("b", 1, "3"))
+	txn(false, rec("a", 0, "4"), rec("a", 1, "5"))
+
+	a0, ok := p.Last(Partition{"a", 0})
+	if !ok || a0.Outcome != NotCommitted || a0.First != 3 || a0.Records != nil {
+		t.Fatalf("a[0]: %+v %v, want the aborted transaction from offset 3 (after the first one's 2 records and marker), no records", a0, ok)
+	}
+	b1, ok := p.Last(Partition{"b", 1})
+	if !ok || b1.Outcome != Committed || b1.First != 0 || len(b1.Records) != 1 || string(b1.Records[0].Value) != "3" {
+		t.Fatalf("b[1]: %+v %v, want the committed transaction's one record", b1, ok)
+	}
+	if _, ok := p.Last(Partition{"b", 0}); ok {
+		t.Fatal("b[0] was never written, yet Last knows it")
+	}
+
+	// A replacement knows what the old producer wrote.
+	q, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	q.Inherit(p)
+	if got, _ := q.Last(Partition{"b", 1}); got.Outcome != Committed || len(got.Records) != 1 {
+		t.Fatalf("the replacement does not know b[1]: %+v", got)
+	}
+
+	// A commit whose answer was lost, settled as not committed: only its
+	// own partitions change.
+	p = q
+	if err := p.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Produce(ctx, rec("a", 1, "6")); err != nil {
+		t.Fatal(err)
+	}
+	p.ended(Unknown)
+	if got, _ := p.Last(Partition{"a", 1}); got.Outcome != Unknown || len(got.Records) != 1 {
+		t.Fatalf("a[1] after an unknown outcome: %+v, want unknown with its record", got)
+	}
+	p.Settle(false)
+	if got, _ := p.Last(Partition{"a", 1}); got.Outcome != NotCommitted || got.Records != nil {
+		t.Fatalf("a[1] settled not committed: %+v", got)
+	}
+	if got, _ := p.Last(Partition{"b", 1}); got.Outcome != Committed {
+		t.Fatalf("Settle changed b[1], which the settled transaction did not write: %+v", got)
+	}
+	if err := p.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -55,6 +55,13 @@ const (
 	// without checking for one of its producer id left open by a lost
 	// marker (tests show what the check prevents).
 	SkipSpanCheck = "skip-span-check"
+	// SkipEndSpanCheck: with "error", a worker ends its transaction
+	// without checking whether it continued a span of its producer id
+	// that a lost marker left open (tests show what the check prevents).
+	SkipEndSpanCheck = "skip-end-span-check"
+	// AfterProduce: a transaction's outputs and claims are written, its
+	// claim check not made yet.
+	AfterProduce = "after-produce"
 	// DuplicatePoll: with "error", a share consumer's poll hands each of
 	// its records over twice, as one batch can hold two deliveries of a
 	// record after a broker restart (tests show that it is written
