@@ -217,6 +217,11 @@
 // records until it is completed ("held" in the report,
 // sharerelay_hanging_transactions_total); otherwise its next transaction
 // there would end the old records with its own marker (docs/exactly-once.md).
+// A worker that learns of the failure only while its next transaction
+// writes (through a new connection to the restarted broker) checks again
+// before that transaction ends, and ends it as the transaction whose span
+// it continued had to end ("continued" in the report,
+// sharerelay_lost_markers_total).
 //
 // # Share partitions that stall
 //

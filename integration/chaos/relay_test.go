@@ -352,7 +352,7 @@ func parseMetrics(r io.Reader) map[string]float64 {
 		head := line[:sp]
 		name, labels, _ := strings.Cut(head, "{")
 		key := name
-		for _, l := range []string{`outcome="`, `type="`} {
+		for _, l := range []string{`outcome="`, `type="`, `repair="`} {
 			if i := strings.Index(labels, l); i >= 0 {
 				rest := labels[i+len(l):]
 				if j := strings.IndexByte(rest, '"'); j >= 0 {
@@ -401,6 +401,11 @@ func (s *scenario) collectMetrics() {
 	res.InvariantBreaks = int(m["sharerelay_invariant_violations_total"])
 	res.ProducerResets = int(m["sharerelay_producer_resets_total"])
 	res.HeldHanging = int(m["sharerelay_hanging_transactions_total"])
+	for k, v := range m {
+		if strings.HasPrefix(k, "sharerelay_lost_markers_total/") {
+			res.LostMarkers += int(v)
+		}
+	}
 	for _, r := range s.relays {
 		r.mu.Lock()
 		incs := append([]*incarnation{}, r.incs...)

@@ -69,6 +69,10 @@ type result struct {
 	// their own producer id left open and held their records
 	// (sharerelay_hanging_transactions_total).
 	HeldHanging int `json:"held_behind_own_hanging_txn"`
+	// LostMarkers counts the relays' transactions that continued a span
+	// a lost marker left open and ended as the earlier transaction had
+	// to (sharerelay_lost_markers_total).
+	LostMarkers int `json:"lost_marker_repairs"`
 
 	ReaderRecords    int `json:"reader_records"`
 	ReaderDuplicates int `json:"reader_duplicates"`
@@ -118,9 +122,9 @@ func (r *result) toxicsString() string {
 
 // line is the one-line summary logged per scenario.
 func (r *result) line() string {
-	return fmt.Sprintf("CHAOS %s seed=%d %s records=%d relays=%dx%d | kills=%d failpoint-kills=%d sigterms=%d sigstops=%d network=[%s] broker-kill9=%d broker-restarts=%d (share-stalls %d) hanging-txns=%d (held %d) orphaned-claims=%d (settled %d committed, %d aborted; unsettled %d) relay-exits=%d processes=%d | polled=%d redeliveries=%d txn committed=%d aborted=%d unknown=%d ambiguous=%d(committed %d) producer-resets=%d ack-errors=%d claim-conflicts=%d already-committed=%d | output=%d dead-letters=%d aborted-records=%d reader=%d (dups %d) | %s | %s",
+	return fmt.Sprintf("CHAOS %s seed=%d %s records=%d relays=%dx%d | kills=%d failpoint-kills=%d sigterms=%d sigstops=%d network=[%s] broker-kill9=%d broker-restarts=%d (share-stalls %d) hanging-txns=%d (held %d, continued %d) orphaned-claims=%d (settled %d committed, %d aborted; unsettled %d) relay-exits=%d processes=%d | polled=%d redeliveries=%d txn committed=%d aborted=%d unknown=%d ambiguous=%d(committed %d) producer-resets=%d ack-errors=%d claim-conflicts=%d already-committed=%d | output=%d dead-letters=%d aborted-records=%d reader=%d (dups %d) | %s | %s",
 		r.Scenario, r.Seed, r.Delivery, r.Records, r.Relays, r.Workers,
-		r.Kills, r.FailpointKills, r.Terms, r.Pauses, r.toxicsString(), r.BrokerKills, r.BrokerStops, r.ShareStalls, r.HangingTxns, r.HeldHanging,
+		r.Kills, r.FailpointKills, r.Terms, r.Pauses, r.toxicsString(), r.BrokerKills, r.BrokerStops, r.ShareStalls, r.HangingTxns, r.HeldHanging, r.LostMarkers,
 		r.OrphanedClaims, r.SettledCommitted, r.SettledAborted, r.UnsettledClaims, r.RelayExits, r.Incarnations,
 		r.Polled, r.Redeliveries, r.Committed, r.Aborted, r.Unknown, r.Ambiguous, r.AmbiguousCommitted, r.ProducerResets, r.AckErrors, r.ClaimConflicts, r.AlreadyCommitted,
 		r.Output, r.DeadLettered, r.AbortedRecords, r.ReaderRecords, r.ReaderDuplicates, r.Elapsed, r.Verdict)
