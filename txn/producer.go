@@ -306,7 +306,9 @@ func (p *Producer) Produce(ctx context.Context, recs ...*kgo.Record) error {
 		return nil
 	}
 	p.produced += int64(len(recs))
-	p.sent = append(p.sent, recs...)
+	if p.txn {
+		p.sent = append(p.sent, recs...)
+	}
 	var (
 		mu     sync.Mutex
 		failed map[int]error
@@ -343,11 +345,13 @@ func (p *Producer) Produce(ctx context.Context, recs ...*kgo.Record) error {
 	if len(failed) == 0 {
 		return nil
 	}
-	if p.unsent == nil {
+	if p.txn && p.unsent == nil {
 		p.unsent = make(map[*kgo.Record]bool, len(failed))
 	}
 	for i := range failed {
-		p.unsent[recs[i]] = true
+		if p.txn {
+			p.unsent[recs[i]] = true
+		}
 	}
 	we := &WriteError{Failed: failed, Total: len(recs)}
 	if isFenced(we) {
