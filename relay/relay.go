@@ -621,6 +621,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		prod: lanes[0].prod, newProducer: lanes[0].newProducer, guard: lanes[0].guard,
 		disrupt: disrupt, chain: r.chain, m: r.m, health: r.health, log: log, now: time.Now,
 		sizes:             func() map[string]int { return *r.sizes.Load() },
+		newReader:         func(opts ...kgo.Opt) (*kgo.Client, error) { return kgo.NewClient(r.clientOpts(opts...)...) },
 		rejectDeadLetters: r.p.DeadLetter.Ack == config.DeadLetterReject,
 	}
 	if len(lanes) > 1 {

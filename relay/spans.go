@@ -160,7 +160,7 @@ func (w *worker) endCheck(ctx context.Context, commit bool) bool {
 		case s.start < first:
 			lm := lostMarker{span: s, first: first, outcome: txn.Unknown}
 			if last, ok := w.prod.Last(s.tp); ok && last.First == s.start {
-				lm.outcome, lm.records = last.Outcome, last.Records
+				lm.outcome = last.Outcome
 			}
 			merged = append(merged, lm)
 		}
@@ -185,9 +185,15 @@ func (w *worker) endCheck(ctx context.Context, commit bool) bool {
 	for _, lm := range merged {
 		switch {
 		case lm.outcome == txn.Committed && slices.Contains(w.writes, lm.span.tp.Topic):
-			w.restore = append(w.restore, copyRecords(lm.records)...)
+			recs, err := w.readSpan(ctx, pid, lm.span.tp, lm.span.start, lm.first)
+			if err != nil {
+				w.m.LostMarkers.WithLabelValues(w.label, "unknown").Inc()
+				w.log.Error("aborting a transaction that continues a span an earlier committed transaction of its producer id left open (a lost marker), and its records there cannot be read to write them again: they are aborted with it", "producer_id", pid, "span", lm, "err", err)
+				continue
+			}
+			w.restore = append(w.restore, recs...)
 			w.m.LostMarkers.WithLabelValues(w.label, "restored").Inc()
-			w.log.Error("aborting a transaction that continues a span an earlier committed transaction of its producer id left open (a lost marker): its records there are written again", "producer_id", pid, "span", lm, "records", len(lm.records))
+			w.log.Error("aborting a transaction that continues a span an earlier committed transaction of its producer id left open (a lost marker): its records there are written again", "producer_id", pid, "span", lm, "records", len(recs))
 		case lm.outcome == txn.Committed:
 			// A claim of the ledger: its records were accepted, and
 			// are not delivered again.
@@ -203,27 +209,55 @@ func (w *worker) endCheck(ctx context.Context, commit bool) bool {
 
 // lostMarker is a partition where the open transaction continued the
 // span of an earlier transaction of its producer id: the span, the open
-// transaction's first record there, and how the earlier one ended, with
-// its records there when it committed.
+// transaction's first record there, and how the earlier one ended.
 type lostMarker struct {
 	span    openSpan
 	first   int64
 	outcome txn.Outcome
-	records []*kgo.Record
 }
 
 func (lm lostMarker) String() string {
 	return fmt.Sprintf("%v continued at %d from a transaction %v", lm.span, lm.first, lm.outcome)
 }
 
-// copyRecords returns new records with rs' topics, keys, values, headers
-// and timestamps, to produce again.
-func copyRecords(rs []*kgo.Record) []*kgo.Record {
-	out := make([]*kgo.Record, len(rs))
-	for i, r := range rs {
-		out[i] = &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: slices.Clone(r.Headers), Timestamp: r.Timestamp}
+// readSpan reads back, uncommitted, the records producer id pid wrote in
+// partition tp at offsets from..to-1 (the earlier transaction's part of a
+// continued span), as new records to produce again: topic, key, value,
+// headers and timestamp. The worker keeps no copy of what it wrote (the
+// records would hold their fetch buffers); the partition has them until
+// the abort.
+func (w *worker) readSpan(ctx context.Context, pid int64, tp txn.Partition, from, to int64) ([]*kgo.Record, error) {
+	if w.newReader == nil {
+		return nil, errors.New("no reader")
 	}
-	return out
+	cl, err := w.newReader(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tp.Topic: {tp.Partition: kgo.NewOffset().At(from)}}),
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var out []*kgo.Record
+	for next := from; next < to; {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("reading %s[%d] %d..%d: at %d: %w", tp.Topic, tp.Partition, from, to-1, next, err)
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) { ferr = errors.Join(ferr, err) })
+		if ferr != nil && !kerr.IsRetriable(ferr) {
+			return nil, fmt.Errorf("reading %s[%d]: %w", tp.Topic, tp.Partition, ferr)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			next = max(next, r.Offset+1)
+			if r.Offset < to && r.ProducerID == pid {
+				out = append(out, &kgo.Record{Topic: r.Topic, Key: slices.Clone(r.Key), Value: slices.Clone(r.Value),
+					Headers: slices.Clone(r.Headers), Timestamp: r.Timestamp})
+			}
+		})
+	}
+	return out, nil
 }
 
 // restoreLost writes again, in a transaction of their own, the committed

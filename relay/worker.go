@@ -100,8 +100,10 @@ type worker struct {
 	// describe.
 	spanDeniedLogged bool
 	// restore are committed records an abort discarded with the span a
-	// lost marker left open, to write again (endCheck, restoreLost).
-	restore []*kgo.Record
+	// lost marker left open, to write again (endCheck, restoreLost);
+	// newReader creates a client to read them back (readSpan).
+	restore   []*kgo.Record
+	newReader func(...kgo.Opt) (*kgo.Client, error)
 
 	// rejectDeadLetters: a committed dead letter's record is REJECTed
 	// rather than ACCEPTed (dead_letter.ack: reject).

@@ -125,13 +125,12 @@ type Partition struct {
 }
 
 // Span is what one transaction of the producer wrote to one partition:
-// the offset of its first record there, how it ended and, when it
-// committed, its records there (to write again should a lost marker make
-// a later abort discard them; see Last).
+// the offset of its first record there, and how it ended. The records
+// themselves are not kept (they would hold their fetch buffers): they are
+// in the partition, for whoever must write them again (see Last).
 type Span struct {
 	First   int64
 	Outcome Outcome
-	Records []*kgo.Record
 }
 
 // writtenCounter counts the records the client finished as written. kgo
@@ -466,9 +465,10 @@ func (p *Producer) Close() { p.closer.Do(p.cl.Close) }
 // a real newer instance then answers PRODUCER_FENCED.
 func isFenced(err error) bool { return kafkaerr.Classify(err) == kafkaerr.Fenced }
 
-// ended notes, per partition, what the transaction that just ended wrote
-// there (Last), and forgets its records. The records' partitions and
-// offsets are final: every record was flushed or aborted.
+// ended notes, per partition, where the transaction that just ended began
+// writing there and how it ended (Last), and forgets its records. The
+// records' partitions and offsets are final: every record was flushed or
+// aborted.
 func (p *Producer) ended(o Outcome) {
 	if len(p.sent) == 0 {
 		return
@@ -495,9 +495,6 @@ func (p *Producer) ended(o Outcome) {
 	}
 	p.lastEnded = keys
 	for i, k := range keys {
-		if o != NotCommitted {
-			firsts[i].Records = p.sent // filtered by partition when needed (Last)
-		}
 		p.wrote[k] = firsts[i]
 	}
 	p.sent, p.unsent = nil, nil
@@ -505,23 +502,12 @@ func (p *Producer) ended(o Outcome) {
 
 // Last returns what the last transaction of this producer's transactional
 // id to end in partition tp wrote there, as far as this process knows:
-// where its records begin, how it ended, and its records there when it
-// did not end NotCommitted. A broker that loses a marker leaves these
-// records in the producer id's open span, which the id's next
-// transaction in that partition continues (see OpenFirsts).
+// where its records begin, and how it ended. A broker that loses a marker
+// leaves these records in the producer id's open span, which the id's
+// next transaction in that partition continues (see OpenFirsts).
 func (p *Producer) Last(tp Partition) (Span, bool) {
 	s, ok := p.wrote[tp]
-	if !ok || s.Records == nil {
-		return s, ok
-	}
-	var recs []*kgo.Record
-	for _, r := range s.Records {
-		if r.Topic == tp.Topic && r.Partition == tp.Partition && r.Offset >= s.First {
-			recs = append(recs, r)
-		}
-	}
-	s.Records = recs
-	return s, true
+	return s, ok
 }
 
 // Settle records the outcome of the last transaction, learnt after its
@@ -534,9 +520,6 @@ func (p *Producer) Settle(committed bool) {
 	for _, k := range p.lastEnded {
 		if s, ok := p.wrote[k]; ok && s.Outcome == Unknown {
 			s.Outcome = o
-			if o == NotCommitted {
-				s.Records = nil
-			}
 			p.wrote[k] = s
 		}
 	}
