@@ -239,16 +239,13 @@ func (w *worker) readSpan(ctx context.Context, pid int64, tp txn.Partition, from
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var out []*kgo.Record
+	var ferr error // the last fetch error, for the message
 	for next := from; next < to; {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("reading %s[%d] %d..%d: at %d: %w", tp.Topic, tp.Partition, from, to-1, next, err)
+			return nil, fmt.Errorf("reading %s[%d] %d..%d: at %d: %w", tp.Topic, tp.Partition, from, to-1, next, errors.Join(err, ferr))
 		}
-		var ferr error
-		fs.EachError(func(_ string, _ int32, err error) { ferr = errors.Join(ferr, err) })
-		if ferr != nil && !kerr.IsRetriable(ferr) {
-			return nil, fmt.Errorf("reading %s[%d]: %w", tp.Topic, tp.Partition, ferr)
-		}
+		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
 		fs.EachRecord(func(r *kgo.Record) {
 			next = max(next, r.Offset+1)
 			if r.Offset < to && r.ProducerID == pid {
@@ -271,6 +268,9 @@ func (w *worker) restoreLost(ctx context.Context) error {
 	if err := w.prod.Begin(); err != nil {
 		w.stale = true
 		return fmt.Errorf("restoring records a lost marker discarded: %w", err)
+	}
+	for _, r := range w.restore {
+		r.Context = nil // an earlier attempt's context would fail this one at once
 	}
 	if err := w.prod.Produce(ctx, w.restore...); err != nil {
 		return errors.Join(fmt.Errorf("restoring records a lost marker discarded: %w", err), w.abort(ctx))
