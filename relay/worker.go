@@ -913,6 +913,9 @@ func (w *worker) commit(ctx context.Context, prod *txn.Producer, guard eos.Guard
 		return outcome{kind: committed, txn: metrics.TxnCommitted}
 	case txn.Unknown:
 		ok, rerr := guard.Resolve(ctx)
+		if rerr == nil {
+			prod.Settle(ok) // what a later lost-marker check needs to know of it
+		}
 		resolution := "not-committed"
 		switch {
 		case rerr != nil:
