@@ -1170,16 +1170,15 @@ func (w *worker) renewWhileInFlight(ctx context.Context, b *batch) func() {
 	return func() { close(stop); <-done }
 }
 
-// transform runs the chain on r and returns its plan, or release=true when
-// the record should be delivered again.
 // transformAll transforms the records todo of b, up to w.concurrency at a
 // time (batch.transform_concurrency); the plans keep the batch's order
 // whatever order the transforms finish in.
 func (w *worker) transformAll(ctx context.Context, b *batch, todo []int) (plans []plan, release []bool) {
 	plans, release = make([]plan, b.len()), make([]bool, b.len())
+	s := newSlab(b.len())
 	if w.concurrency <= 1 || len(todo) <= 1 {
 		for _, i := range todo {
-			plans[i], release[i] = w.transform(ctx, b.recs[i])
+			plans[i], release[i] = w.transform(ctx, b.recs[i], s.at(i))
 		}
 		return plans, release
 	}
@@ -1188,7 +1187,7 @@ func (w *worker) transformAll(ctx context.Context, b *batch, todo []int) (plans 
 	for range min(w.concurrency, len(todo)) {
 		wg.Go(func() {
 			for i := range next {
-				plans[i], release[i] = w.transform(ctx, b.recs[i])
+				plans[i], release[i] = w.transform(ctx, b.recs[i], s.at(i))
 			}
 		})
 	}
@@ -1200,9 +1199,39 @@ func (w *worker) transformAll(ctx context.Context, b *batch, todo []int) (plans 
 	return plans, release
 }
 
-// transform runs the chain on one record. It is safe for concurrent use.
-func (w *worker) transform(ctx context.Context, r *kgo.Record) (p plan, release bool) {
-	in := &transform.Record{
+// slab is the memory of one batch's transforms, carved per record (by its
+// index in the batch): the transform's input, and the one output most
+// records have with the plan's slice of it. A batch costs three
+// allocations for these instead of three per record (make bench, 200 B:
+// the relay's own CPU per record went mostly to the allocator and the
+// garbage collector).
+type slab struct {
+	ins  []transform.Record
+	recs []kgo.Record
+	outs []*kgo.Record
+}
+
+func newSlab(n int) *slab {
+	return &slab{ins: make([]transform.Record, n), recs: make([]kgo.Record, n), outs: make([]*kgo.Record, n)}
+}
+
+// slot is the part of a slab for one record.
+type slot struct {
+	in  *transform.Record
+	rec *kgo.Record
+	out []*kgo.Record // len 1
+}
+
+// at returns record i's slot.
+func (s *slab) at(i int) slot {
+	return slot{in: &s.ins[i], rec: &s.recs[i], out: s.outs[i : i+1 : i+1]}
+}
+
+// transform runs the chain on one record, in memory of its slot. It is safe
+// for concurrent use on distinct slots.
+func (w *worker) transform(ctx context.Context, r *kgo.Record, sl slot) (p plan, release bool) {
+	in := sl.in
+	*in = transform.Record{
 		Topic: w.outputTopic,
 		Key:   r.Key,
 		Value: r.Value,
@@ -1238,7 +1267,11 @@ func (w *worker) transform(ctx context.Context, r *kgo.Record) (p plan, release 
 		}, 0)}, deadLetter: true}, false
 	}
 	src := lineage.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
-	p.outs = make([]*kgo.Record, len(outs))
+	if len(outs) == 1 {
+		p.outs = sl.out
+	} else {
+		p.outs = make([]*kgo.Record, len(outs))
+	}
 	for i, o := range outs {
 		hs := make([]kgo.RecordHeader, len(o.Headers))
 		for j, h := range o.Headers {
@@ -1250,7 +1283,12 @@ func (w *worker) transform(ctx context.Context, r *kgo.Record) (p plan, release 
 		}
 		// The source's coordinates, and a fan-out's positions (so that
 		// it is not taken for a duplicate).
-		p.outs[i] = &kgo.Record{Topic: topic, Key: o.Key, Value: o.Value, Headers: lineage.Label(hs, src, i, len(outs))}
+		out := sl.rec
+		if len(outs) > 1 {
+			out = new(kgo.Record)
+		}
+		*out = kgo.Record{Topic: topic, Key: o.Key, Value: o.Value, Headers: lineage.Label(hs, src, i, len(outs))}
+		p.outs[i] = out
 	}
 	return p, false
 }
