@@ -14,7 +14,8 @@ const (
 	DefaultTransactionTimeout   = 10 * time.Second
 	DefaultMaxRecords           = 2000
 	DefaultPollTimeout          = time.Second
-	DefaultConsumers            = 4
+	DefaultConsumers            = 2
+	DefaultAcquireMode          = AcquireBatchOptimized
 	DefaultLinger               = 20 * time.Millisecond
 	DefaultTransformConcurrency = 1
 	DefaultDeadLetterAck        = DeadLetterAccept
@@ -39,8 +40,9 @@ const (
 //	output.transaction_timeout       10s
 //	dead_letter.ack                  accept
 //	batch.max_records                2000
+//	batch.acquire_mode               batch_optimized
 //	batch.poll_timeout               1s
-//	batch.consumers                  4
+//	batch.consumers                  2
 //	batch.linger                     20ms
 //	batch.transform_concurrency      1
 //	batch.renew_locks                true
@@ -85,6 +87,7 @@ func (p *Pipeline) setDefaults(explicit func(path string) bool) {
 	dur("output.transaction_timeout", &p.Output.TransactionTimeout, DefaultTransactionTimeout)
 	str("dead_letter.ack", &p.DeadLetter.Ack, DefaultDeadLetterAck)
 	num("batch.max_records", &p.Batch.MaxRecords, DefaultMaxRecords)
+	str("batch.acquire_mode", &p.Batch.AcquireMode, DefaultAcquireMode)
 	dur("batch.poll_timeout", &p.Batch.PollTimeout, DefaultPollTimeout)
 	num("batch.consumers", &p.Batch.Consumers, DefaultConsumers)
 	dur("batch.linger", &p.Batch.Linger, DefaultLinger)

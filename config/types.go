@@ -107,6 +107,12 @@ type DeadLetter struct {
 	Ack string `yaml:"ack" json:"ack"`
 }
 
+// Acquire modes of a share consumer (Batch.AcquireMode).
+const (
+	AcquireBatchOptimized = "batch_optimized"
+	AcquireRecordLimit    = "record_limit"
+)
+
 // Acknowledgements of a dead-lettered record (DeadLetter.Ack).
 const (
 	DeadLetterAccept = "accept"
@@ -115,10 +121,26 @@ const (
 
 // Batch bounds one poll → transaction → ack cycle.
 type Batch struct {
-	// MaxRecords is the most records one share consumer polls at once
+	// MaxRecords is how many records one share consumer asks for at once
 	// (default 2000); a worker's batch is its consumers' polls that are
-	// ready, so up to Consumers × MaxRecords records.
+	// ready. With AcquireMode record_limit a poll holds at most MaxRecords
+	// records; with batch_optimized the broker acquires whole record
+	// batches until it reaches MaxRecords, so a poll can hold up to one
+	// source batch more.
 	MaxRecords int `yaml:"max_records" json:"max_records"`
+	// AcquireMode is how the broker cuts what a share fetch acquires
+	// (KIP-1206, the Java consumer's share.acquire.mode):
+	// batch_optimized (default, Kafka's default too) acquires whole
+	// record batches, so MaxRecords is a soft bound; record_limit
+	// acquires exactly up to MaxRecords, splitting a batch, and every
+	// consumer that acquires part of a batch receives and decompresses
+	// all of it — up to several times the fetch work with large source
+	// batches (franz-go producers write up to 1 MiB a batch). Use
+	// record_limit with a small MaxRecords for slow transforms, so that a
+	// backlog spreads over every worker. In both modes a consumer fetches
+	// only inside a poll and the worker takes every record of it, so no
+	// acquired record waits in the client where nothing renews its lock.
+	AcquireMode string `yaml:"acquire_mode" json:"acquire_mode"`
 	// PollTimeout bounds one poll (default 1s); an empty poll just loops.
 	PollTimeout time.Duration `yaml:"poll_timeout" json:"poll_timeout"`
 	// RenewLocks (default true) renews the acquisition locks of a batch
@@ -126,8 +148,8 @@ type Batch struct {
 	// KIP-1222), so slow work is not delivered again needlessly. An
 	// optimisation only: exactly-once never depends on a lock being held.
 	RenewLocks *bool `yaml:"renew_locks" json:"renew_locks"`
-	// Consumers is the number of share consumers per worker (default 4,
-	// 1..16). Each polls up to MaxRecords; a worker writes every poll that
+	// Consumers is the number of share consumers per worker (default 2,
+	// 1..16). Each polls about MaxRecords; a worker writes every poll that
 	// is ready in one transaction, so more consumers make transactions
 	// larger and let the next fetch overlap the current commit. A worker
 	// holds up to Consumers × MaxRecords records at once; with

@@ -76,7 +76,7 @@ func TestRealBrokerACrashCostsARecordMoreThanTheDeliveryItHeld(t *testing.T) {
 	seeds := seedsFor(t)
 	const n = 100
 	p := newPipe(t, seeds, harness.PipelineOptions{
-		Workers: 2, MaxRecords: 50,
+		Workers: 2, Consumers: 4, MaxRecords: 50,
 		GroupConfigs: map[string]string{"share.delivery.count.limit": "10", "share.record.lock.duration.ms": "6000"},
 	})
 	seedOrders(t, p, 1, n)
@@ -108,7 +108,7 @@ func TestRealBrokerTheRaisedDeliveryLimitKeepsConsumersAndLosesNothingInACrash(t
 	seeds := seedsFor(t)
 	const n = 100
 	p := newPipe(t, seeds, harness.PipelineOptions{
-		Workers: 2, MaxRecords: 50,
+		Workers: 2, Consumers: 4, MaxRecords: 50,
 		GroupConfigs: map[string]string{"share.record.lock.duration.ms": "6000"},
 		Transforms:   `[{type: fail, kind: retry, reason: always fails, when: {field: order_id, modulo: 20, remainder: 0}}]`,
 	})

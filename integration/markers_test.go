@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sharerelay/sharerelay/audit"
+	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/integration/harness"
 	"github.com/sharerelay/sharerelay/integration/kafkatest"
@@ -360,7 +361,11 @@ func TestRealBrokerOpenSpanOfTheRelaysOwnProducerIdIsNotContinued(t *testing.T) 
 		{"with the check the worker holds its records until the span is closed", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPipe(t, c.seeds, harness.PipelineOptions{Partitions: 1, Workers: 1, OnBroker: 1, OutputOnBroker: 2})
+			// Polls of 50 records (record_limit), so that the 200
+			// records take several batches and both of the worker's
+			// producers write: each continues its own open span.
+			p := newPipe(t, c.seeds, harness.PipelineOptions{Partitions: 1, Workers: 1, OnBroker: 1, OutputOnBroker: 2,
+				AcquireMode: config.AcquireRecordLimit})
 			ledger := p.Ledger
 			createTopics(t, c.seeds,
 				harness.Topic{Name: ledger, Partitions: 1, Broker: 1, Configs: map[string]string{"cleanup.policy": "delete"}},

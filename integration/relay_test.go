@@ -53,7 +53,7 @@ func TestRealBrokerTheRelayRaisesItsGroupsRecordLockLimit(t *testing.T) {
 		{"1 worker of 4 consumers × 50 records", 50, "2000"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := newPipe(t, seeds, harness.PipelineOptions{Workers: 1, MaxRecords: c.maxRecords})
+			p := newPipe(t, seeds, harness.PipelineOptions{Workers: 1, Consumers: 4, MaxRecords: c.maxRecords})
 			seedOrders(t, p, 1, 500)
 			startRelay(t, p, "a")
 			exactlyOnce(t, settled(t, p, 500, 2*time.Minute), 500, 0)

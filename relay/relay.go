@@ -576,20 +576,26 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		}
 	}
 	for c := range r.consumers {
-		cons, err := kgo.NewClient(r.clientOpts(
+		opts := r.clientOpts(
 			kgo.ClientID(fmt.Sprintf("%s-c%d", txnID, c)),
 			kgo.ShareGroup(r.p.Source.Group),
 			kgo.ConsumeTopics(r.p.Source.Topics...),
 			kgo.ShareMaxRecords(int32(r.p.Batch.MaxRecords)),
-			// Acquire no more than a batch, and only inside a poll: by
-			// default the broker returns whole record batches
-			// (thousands of small records), and records acquired
-			// beyond what the worker holds sit in the client's
-			// buffer, where nothing renews their locks: a worker
-			// paused by an outage longer than the lock would spend
-			// their deliveries. (A positive MaxConcurrentFetches
-			// would re-enable that pre-fetching.)
-			kgo.ShareMaxRecordsStrict(),
+			// Fetch only inside a poll (no fetching ahead), and the
+			// source takes all a poll fetched (newShareSource): records
+			// acquired beyond what the worker holds would sit in the
+			// client's buffer, where nothing renews their locks, and a
+			// worker paused by an outage longer than the lock would
+			// spend their deliveries (the chaos suite's
+			// CHAOS_BATCH_BYTES=1048576 run found that once).
+			kgo.MaxConcurrentFetches(0),
+		)
+		if r.p.Batch.AcquireMode == config.AcquireRecordLimit {
+			// The broker splits record batches to acquire no more
+			// than max_records (KIP-1206 record_limit).
+			opts = append(opts, kgo.ShareMaxRecordsStrict())
+		}
+		opts = append(opts,
 			kgo.ShareAckCallback(func(_ *kgo.Client, res kgo.ShareAckResults) {
 				for _, a := range res {
 					if a.Err != nil {
@@ -598,7 +604,8 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 					}
 				}
 			}),
-		)...)
+		)
+		cons, err := kgo.NewClient(opts...)
 		if err != nil {
 			ready()
 			closeProducers()
@@ -607,7 +614,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		}
 		clients = append(clients, cons)
 	}
-	src := newShareSource(clients, r.p.Source.Group, r.p.Batch.MaxRecords, func(n int) { r.m.InvariantBreaks.Add(float64(n)) })
+	src := newShareSource(clients, r.p.Source.Group, r.p.Batch.MaxRecords, r.p.Batch.AcquireMode != config.AcquireRecordLimit, func(n int) { r.m.InvariantBreaks.Add(float64(n)) })
 	spans := r.p.OutputTopics()
 	if r.p.Delivery == config.ExactlyOnce {
 		spans = append(spans, r.p.Ledger.Topic)

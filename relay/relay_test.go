@@ -147,7 +147,7 @@ func TestAnUnresolvedBatchIsReleasedAndItsConsumerWaitsForIt(t *testing.T) {
 	}
 	defer cl.Close()
 	var unresolved int
-	src := newShareSource([]*kgo.Client{cl}, "g", 100, func(n int) { unresolved += n })
+	src := newShareSource([]*kgo.Client{cl}, "g", 100, false, func(n int) { unresolved += n })
 	defer src.close()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

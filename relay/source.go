@@ -41,8 +41,14 @@ type shareSource struct {
 
 // fetcher is one share consumer of a worker.
 type fetcher struct {
-	cl  *kgo.Client
+	cl *kgo.Client
+	// max is PollRecords' bound: everything one fetch acquired (-1) when
+	// whole record batches are acquired, else max_records, which the
+	// broker does not exceed. The client fetches only inside a poll, and
+	// a record left in its buffer would wait with no lock renewal.
 	max int
+	// part is max_records (the poll-part failpoint's bound).
+	part int
 	// again is signalled when the worker has acknowledged the fetcher's
 	// last poll: it may poll again.
 	again chan struct{}
@@ -56,11 +62,18 @@ type poll struct {
 }
 
 // newShareSource starts a fetcher goroutine per client. Close stops them.
-func newShareSource(clients []*kgo.Client, group string, maxRecords int, onUnresolved func(int)) *shareSource {
+// wholeBatches says the clients' fetches acquire whole record batches
+// (batch_optimized), often more than maxRecords: a poll then takes all of
+// it.
+func newShareSource(clients []*kgo.Client, group string, maxRecords int, wholeBatches bool, onUnresolved func(int)) *shareSource {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &shareSource{arrived: make(chan struct{}, 1), onUnresolved: onUnresolved, group: group, cancel: cancel}
+	most := maxRecords
+	if wholeBatches {
+		most = -1
+	}
 	for _, cl := range clients {
-		f := &fetcher{cl: cl, max: maxRecords, again: make(chan struct{}, 1)}
+		f := &fetcher{cl: cl, max: most, part: maxRecords, again: make(chan struct{}, 1)}
 		s.fetchers = append(s.fetchers, f)
 		s.wg.Add(1)
 		go s.fetch(ctx, f)
@@ -73,7 +86,11 @@ func newShareSource(clients []*kgo.Client, group string, maxRecords int, onUnres
 func (s *shareSource) fetch(ctx context.Context, f *fetcher) {
 	defer s.wg.Done()
 	for ctx.Err() == nil {
-		fs := f.cl.PollRecords(ctx, f.max)
+		most := f.max
+		if most < 0 && failpoint.Hit(failpoint.PollPart) != nil {
+			most = f.part
+		}
+		fs := f.cl.PollRecords(ctx, most)
 		if ctx.Err() != nil {
 			return
 		}

@@ -262,9 +262,11 @@
 // batches (the Java producer's default). With franz-go's default of 1 MiB
 // a share fetch used to acquire whole source batches — thousands of
 // records beyond batch.max_records — whose locks then expired in the
-// client's buffer, doubling deliveries in a fault-free run; the relay now
-// asks for strict record limits (ShareMaxRecordsStrict) and one fetch
-// ahead. CHAOS_BATCH_BYTES=1048576 checks that this stays fixed.
+// client's buffer, doubling deliveries in a fault-free run. The relay now
+// fetches only inside a poll and takes everything the poll fetched
+// (whole batches with batch.acquire_mode batch_optimized, the default;
+// at most max_records with record_limit), so nothing acquired waits
+// unrenewed. CHAOS_BATCH_BYTES=1048576 checks that this stays fixed.
 //
 // # What a poison record can survive
 //

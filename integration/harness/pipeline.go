@@ -54,6 +54,11 @@ type PipelineOptions struct {
 	OutputOnBroker int32
 	// MaxRecords is batch.max_records (default 50).
 	MaxRecords int
+	// AcquireMode is batch.acquire_mode (default: the relay's,
+	// batch_optimized).
+	AcquireMode string
+	// Consumers is batch.consumers (default: the relay's, 2).
+	Consumers int
 	// PollTimeout is batch.poll_timeout (default 500ms).
 	PollTimeout time.Duration
 	// Transforms is the transform chain as YAML: a flow list such as
@@ -191,6 +196,13 @@ func (p *Pipeline) yaml(o PipelineOptions) []byte {
 	if gc.Len() == 0 {
 		gc.WriteString(" {}")
 	}
+	batch := "" // batch keys with the relay's defaults unless set
+	if o.AcquireMode != "" {
+		batch = "\n  acquire_mode: " + o.AcquireMode
+	}
+	if o.Consumers != 0 {
+		batch += fmt.Sprintf("\n  consumers: %d", o.Consumers)
+	}
 	return fmt.Appendf(nil, `name: %s
 brokers: [%s]
 delivery: %s
@@ -208,12 +220,12 @@ dead_letter:
   max_attempts: %d
   ack: %s
 batch:
-  max_records: %d
+  max_records: %d%s
   poll_timeout: %s
   renew_locks: %v
 transforms: %s
 metrics:
   listen: %q
 %s`, p.Name, strings.Join(brokers, ", "), o.Delivery, o.Workers, p.Source, p.Group, !o.LeaveGroupConfig, gc.String(),
-		p.Output, o.TxnTimeout, p.DeadLetter, o.MaxAttempts, o.DeadLetterAck, o.MaxRecords, o.PollTimeout, o.RenewLocks, o.Transforms, o.MetricsListen, o.Security)
+		p.Output, o.TxnTimeout, p.DeadLetter, o.MaxAttempts, o.DeadLetterAck, o.MaxRecords, batch, o.PollTimeout, o.RenewLocks, o.Transforms, o.MetricsListen, o.Security)
 }

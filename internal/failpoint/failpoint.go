@@ -67,6 +67,12 @@ const (
 	// record after a broker restart (tests show that it is written
 	// once).
 	DuplicatePoll = "duplicate-poll"
+	// PollPart: with "error", a share consumer's poll takes only
+	// batch.max_records of what its fetch acquired and leaves the rest
+	// in the client's buffer, where no lock renewal reaches it, as the
+	// relay once did with whole source batches (tests show the locks of
+	// what waits expire).
+	PollPart = "poll-part"
 	// ClaimWaitTimeout: with "error", a worker's claim check ends as if
 	// an earlier claim of its records stayed unsettled past ClaimWait
 	// (tests show the records are held, not released).

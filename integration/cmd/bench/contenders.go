@@ -434,7 +434,13 @@ func (b *bench) pipeline(t trial) (*config.Pipeline, error) {
 		settings = make(map[string]string)
 	}
 	if t.maxRecords > 0 {
+		// Polls of exactly this many (the scaling table's slow
+		// transform, the warm-up's small transactions): a whole
+		// source batch would be hundreds of records.
 		settings["max_records"] = strconv.Itoa(t.maxRecords)
+		if _, ok := settings["acquire_mode"]; !ok {
+			settings["acquire_mode"] = config.AcquireRecordLimit
+		}
 	}
 	tried := t.delay == 0 && !t.own // the throughput and latency runs
 	if tried {
