@@ -14,8 +14,8 @@ const (
 	DefaultTransactionTimeout   = 10 * time.Second
 	DefaultMaxRecords           = 2000
 	DefaultPollTimeout          = time.Second
-	DefaultConsumers            = 2
-	DefaultAcquireMode          = AcquireBatchOptimized
+	DefaultConsumers            = 4
+	DefaultAcquireMode          = AcquireRecordLimit
 	DefaultLinger               = 20 * time.Millisecond
 	DefaultTransformConcurrency = 1
 	DefaultDeadLetterAck        = DeadLetterAccept
@@ -40,9 +40,9 @@ const (
 //	output.transaction_timeout       10s
 //	dead_letter.ack                  accept
 //	batch.max_records                2000
-//	batch.acquire_mode               batch_optimized
+//	batch.acquire_mode               record_limit
 //	batch.poll_timeout               1s
-//	batch.consumers                  2
+//	batch.consumers                  4
 //	batch.linger                     20ms
 //	batch.transform_concurrency      1
 //	batch.renew_locks                true

@@ -129,17 +129,20 @@ type Batch struct {
 	// source batch more.
 	MaxRecords int `yaml:"max_records" json:"max_records"`
 	// AcquireMode is how the broker cuts what a share fetch acquires
-	// (KIP-1206, the Java consumer's share.acquire.mode):
-	// batch_optimized (default, Kafka's default too) acquires whole
-	// record batches, so MaxRecords is a soft bound; record_limit
-	// acquires exactly up to MaxRecords, splitting a batch, and every
-	// consumer that acquires part of a batch receives and decompresses
-	// all of it — up to several times the fetch work with large source
-	// batches (franz-go producers write up to 1 MiB a batch). Use
-	// record_limit with a small MaxRecords for slow transforms, so that a
-	// backlog spreads over every worker. In both modes a consumer fetches
-	// only inside a poll and the worker takes every record of it, so no
-	// acquired record waits in the client where nothing renews its lock.
+	// (KIP-1206, the Java consumer's share.acquire.mode). record_limit
+	// (default) acquires up to MaxRecords, splitting a record batch, and
+	// every consumer that acquires part of a batch receives and
+	// decompresses all of it: up to several times the fetch work with
+	// large source batches (franz-go producers write up to 1 MiB a
+	// batch). batch_optimized (Kafka's default) acquires whole record
+	// batches, so MaxRecords is a soft bound: less fetch work, and faster
+	// at-least-once with large source batches, but polls of very uneven
+	// size, which made exactly-once slower and erratic in make bench (see
+	// the README). Keep record_limit with a small MaxRecords for slow
+	// transforms, so that a backlog spreads over every worker. In both
+	// modes a consumer fetches only inside a poll and the worker takes
+	// every record of it, so no acquired record waits in the client where
+	// nothing renews its lock.
 	AcquireMode string `yaml:"acquire_mode" json:"acquire_mode"`
 	// PollTimeout bounds one poll (default 1s); an empty poll just loops.
 	PollTimeout time.Duration `yaml:"poll_timeout" json:"poll_timeout"`
@@ -148,7 +151,7 @@ type Batch struct {
 	// KIP-1222), so slow work is not delivered again needlessly. An
 	// optimisation only: exactly-once never depends on a lock being held.
 	RenewLocks *bool `yaml:"renew_locks" json:"renew_locks"`
-	// Consumers is the number of share consumers per worker (default 2,
+	// Consumers is the number of share consumers per worker (default 4,
 	// 1..16). Each polls about MaxRecords; a worker writes every poll that
 	// is ready in one transaction, so more consumers make transactions
 	// larger and let the next fetch overlap the current commit. A worker

@@ -264,8 +264,8 @@
 // records beyond batch.max_records — whose locks then expired in the
 // client's buffer, doubling deliveries in a fault-free run. The relay now
 // fetches only inside a poll and takes everything the poll fetched
-// (whole batches with batch.acquire_mode batch_optimized, the default;
-// at most max_records with record_limit), so nothing acquired waits
+// (at most max_records with batch.acquire_mode record_limit, the
+// default; whole batches with batch_optimized), so nothing acquired waits
 // unrenewed. CHAOS_BATCH_BYTES=1048576 checks that this stays fixed.
 //
 // # What a poison record can survive

@@ -55,9 +55,9 @@ type PipelineOptions struct {
 	// MaxRecords is batch.max_records (default 50).
 	MaxRecords int
 	// AcquireMode is batch.acquire_mode (default: the relay's,
-	// batch_optimized).
+	// record_limit).
 	AcquireMode string
-	// Consumers is batch.consumers (default: the relay's, 2).
+	// Consumers is batch.consumers (default: the relay's, 4).
 	Consumers int
 	// PollTimeout is batch.poll_timeout (default 500ms).
 	PollTimeout time.Duration
