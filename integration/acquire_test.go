@@ -41,7 +41,10 @@ func TestRealBrokerAFetchOfWholeSourceBatchesIsHeldAndRenewedByTheWorker(t *test
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			addr := metricsAddr(t)
-			p := newPipe(t, seeds, harness.PipelineOptions{Workers: 1, Partitions: 1, MaxRecords: most, AcquireMode: c.mode,
+			// 2 consumers: an exactly-once batch takes one poll (half
+			// the consumers'), so record_limit makes a transaction
+			// of each 40.
+			p := newPipe(t, seeds, harness.PipelineOptions{Workers: 1, Consumers: 2, Partitions: 1, MaxRecords: most, AcquireMode: c.mode,
 				RenewLocks: true, MetricsListen: addr, GroupConfigs: map[string]string{"share.record.lock.duration.ms": "6000"},
 				Transforms: `[{type: delay, duration: 10ms}]`})
 			// One source batch: every record produced within the linger,
