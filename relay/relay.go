@@ -575,6 +575,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 			cl.Close()
 		}
 	}
+	wholeBatches := r.p.Batch.AcquireMode == config.AcquireBatchOptimized
 	for c := range r.consumers {
 		opts := r.clientOpts(
 			kgo.ClientID(fmt.Sprintf("%s-c%d", txnID, c)),
@@ -590,7 +591,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 			// CHAOS_BATCH_BYTES=1048576 run found that once).
 			kgo.MaxConcurrentFetches(0),
 		)
-		if r.p.Batch.AcquireMode == config.AcquireRecordLimit {
+		if !wholeBatches {
 			// The broker splits record batches to acquire no more
 			// than max_records (KIP-1206 record_limit).
 			opts = append(opts, kgo.ShareMaxRecordsStrict())
@@ -614,7 +615,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		}
 		clients = append(clients, cons)
 	}
-	src := newShareSource(clients, r.p.Source.Group, r.p.Batch.MaxRecords, r.p.Batch.AcquireMode != config.AcquireRecordLimit, func(n int) { r.m.InvariantBreaks.Add(float64(n)) })
+	src := newShareSource(clients, r.p.Source.Group, r.p.Batch.MaxRecords, wholeBatches, func(n int) { r.m.InvariantBreaks.Add(float64(n)) })
 	spans := r.p.OutputTopics()
 	if r.p.Delivery == config.ExactlyOnce {
 		spans = append(spans, r.p.Ledger.Topic)

@@ -42,13 +42,13 @@ type shareSource struct {
 // fetcher is one share consumer of a worker.
 type fetcher struct {
 	cl *kgo.Client
-	// max is PollRecords' bound: everything one fetch acquired (-1) when
-	// whole record batches are acquired, else max_records, which the
-	// broker does not exceed. The client fetches only inside a poll, and
-	// a record left in its buffer would wait with no lock renewal.
-	max int
-	// part is max_records (the poll-part failpoint's bound).
-	part int
+	// max is max_records. PollRecords takes at most that many, which
+	// the broker does not exceed with record_limit; with whole (the
+	// fetches acquire whole record batches) it takes everything the
+	// fetch acquired. The client fetches only inside a poll, and a
+	// record left in its buffer would wait with no lock renewal.
+	max   int
+	whole bool
 	// again is signalled when the worker has acknowledged the fetcher's
 	// last poll: it may poll again.
 	again chan struct{}
@@ -68,12 +68,8 @@ type poll struct {
 func newShareSource(clients []*kgo.Client, group string, maxRecords int, wholeBatches bool, onUnresolved func(int)) *shareSource {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &shareSource{arrived: make(chan struct{}, 1), onUnresolved: onUnresolved, group: group, cancel: cancel}
-	most := maxRecords
-	if wholeBatches {
-		most = -1
-	}
 	for _, cl := range clients {
-		f := &fetcher{cl: cl, max: most, part: maxRecords, again: make(chan struct{}, 1)}
+		f := &fetcher{cl: cl, max: maxRecords, whole: wholeBatches, again: make(chan struct{}, 1)}
 		s.fetchers = append(s.fetchers, f)
 		s.wg.Add(1)
 		go s.fetch(ctx, f)
@@ -87,8 +83,8 @@ func (s *shareSource) fetch(ctx context.Context, f *fetcher) {
 	defer s.wg.Done()
 	for ctx.Err() == nil {
 		most := f.max
-		if most < 0 && failpoint.Hit(failpoint.PollPart) != nil {
-			most = f.part
+		if f.whole && failpoint.Hit(failpoint.PollPart) == nil {
+			most = -1 // everything fetched
 		}
 		fs := f.cl.PollRecords(ctx, most)
 		if ctx.Err() != nil {
