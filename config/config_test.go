@@ -87,7 +87,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 90 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", MaxAttempts: 10, Ack: "reject"},
-		Batch:      config.Batch{MaxRecords: 10000, AcquireMode: config.AcquireBatchOptimized, PollTimeout: 250 * time.Millisecond, RenewLocks: ptr(true), Consumers: 4, Linger: 20 * time.Millisecond, TransformConcurrency: 1},
+		Batch:      config.Batch{MaxRecords: 10000, AcquireMode: config.AcquireBatchOptimized, PollTimeout: 250 * time.Millisecond, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1},
 		Transforms: []transform.Spec{
 			{Type: "set", Name: "mark", Field: "meta.source", Value: map[string]any{
 				"system": "booknest", "tags": []any{"a", 1, true}, "none": nil,
@@ -513,6 +513,27 @@ func TestSetDefaultsFillsOnlyUnsetFields(t *testing.T) {
 		p.Batch.MaxRecords != config.DefaultMaxRecords || p.Output.TransactionTimeout != 10*time.Second ||
 		p.Source.ManageGroupConfig == nil || !*p.Source.ManageGroupConfig {
 		t.Errorf("SetDefaults left defaults out: %+v", p)
+	}
+}
+
+// batch.linger gathers polls so that a transaction's fixed cost is shared;
+// at-least-once has no transaction, so it writes what is ready unless the
+// file asks for a linger.
+func TestLingerDefaultsToNoneWithoutTransactions(t *testing.T) {
+	for _, c := range []struct {
+		delivery  string
+		set, want time.Duration
+	}{
+		{config.ExactlyOnce, 0, config.DefaultLinger},
+		{config.AtLeastOnce, 0, 0},
+		{config.AtLeastOnce, 5 * time.Millisecond, 5 * time.Millisecond},
+		{config.ExactlyOnce, 5 * time.Millisecond, 5 * time.Millisecond},
+	} {
+		p := &config.Pipeline{Name: "p", Delivery: c.delivery, Batch: config.Batch{Linger: c.set}}
+		p.SetDefaults()
+		if p.Batch.Linger != c.want {
+			t.Errorf("%s with batch.linger %s: %s after SetDefaults, want %s", c.delivery, c.set, p.Batch.Linger, c.want)
+		}
 	}
 }
 

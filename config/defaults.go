@@ -7,15 +7,18 @@ import (
 
 // Default values, applied by SetDefaults to fields left unset.
 const (
-	DefaultDelivery             = ExactlyOnce
-	DefaultWorkers              = 1
-	DefaultAutoOffsetReset      = "earliest"
-	DefaultIsolationLevel       = "read_committed"
-	DefaultTransactionTimeout   = 10 * time.Second
-	DefaultMaxRecords           = 2000
-	DefaultPollTimeout          = time.Second
-	DefaultConsumers            = 4
-	DefaultAcquireMode          = AcquireRecordLimit
+	DefaultDelivery           = ExactlyOnce
+	DefaultWorkers            = 1
+	DefaultAutoOffsetReset    = "earliest"
+	DefaultIsolationLevel     = "read_committed"
+	DefaultTransactionTimeout = 10 * time.Second
+	DefaultMaxRecords         = 2000
+	DefaultPollTimeout        = time.Second
+	DefaultConsumers          = 4
+	DefaultAcquireMode        = AcquireRecordLimit
+	// DefaultLinger is batch.linger with exactly-once. At-least-once
+	// has no transaction whose cost a larger batch would share, so its
+	// default is 0: a worker writes what is ready.
 	DefaultLinger               = 20 * time.Millisecond
 	DefaultTransformConcurrency = 1
 	DefaultDeadLetterAck        = DeadLetterAccept
@@ -90,7 +93,9 @@ func (p *Pipeline) setDefaults(explicit func(path string) bool) {
 	str("batch.acquire_mode", &p.Batch.AcquireMode, DefaultAcquireMode)
 	dur("batch.poll_timeout", &p.Batch.PollTimeout, DefaultPollTimeout)
 	num("batch.consumers", &p.Batch.Consumers, DefaultConsumers)
-	dur("batch.linger", &p.Batch.Linger, DefaultLinger)
+	if p.Delivery == ExactlyOnce {
+		dur("batch.linger", &p.Batch.Linger, DefaultLinger)
+	}
 	num("batch.transform_concurrency", &p.Batch.TransformConcurrency, DefaultTransformConcurrency)
 	if p.Batch.RenewLocks == nil {
 		renew := true

@@ -152,26 +152,27 @@ type Batch struct {
 	// optimisation only: exactly-once never depends on a lock being held.
 	RenewLocks *bool `yaml:"renew_locks" json:"renew_locks"`
 	// Consumers is the number of share consumers per worker (default 4,
-	// 1..16). Each polls about MaxRecords; a worker writes every poll that
-	// is ready in one transaction, so more consumers make transactions
-	// larger and let the next fetch overlap the current commit. A worker
-	// holds up to Consumers × MaxRecords records at once; with
-	// exactly-once a batch takes the polls of half of them (rounded up),
-	// so the others fetch while it commits. The relay lowers it at start
-	// (with a warning) so that Workers × Consumers stays below the share
-	// group's delivery limit: a crash can cost a record one delivery per
-	// share consumer of the instance. With ManageGroupConfig the relay
-	// first raises that limit for its consumers, within the broker's
-	// maximum (relay.GroupConfigsToSet).
+	// 1..16). Each polls about MaxRecords; a worker writes the polls that
+	// are ready together (one transaction with exactly-once), so more
+	// consumers make batches larger and let the next fetch overlap the
+	// current write. A worker holds up to Consumers × MaxRecords records
+	// at once; a batch takes the polls of half of them (rounded up), so
+	// the others fetch while it is written and committed. The relay
+	// lowers it at start (with a warning) so that Workers × Consumers
+	// stays below the share group's delivery limit: a crash can cost a
+	// record one delivery per share consumer of the instance. With
+	// ManageGroupConfig the relay first raises that limit for its
+	// consumers, within the broker's maximum (relay.GroupConfigsToSet).
 	Consumers int `yaml:"consumers" json:"consumers"`
 	// Linger is how long a worker whose ready polls hold fewer than half
-	// of what a batch takes (Consumers × MaxRecords; with exactly-once,
-	// half the consumers' polls) waits for the polls of its other
-	// consumers before writing them (default 20ms, 0 to 1s; 0 writes what
-	// is ready at once). A share group hands out records in pieces when
-	// its record locks run short, and each piece written alone costs a
-	// whole transaction; a trickle of records is delayed by at most
-	// Linger.
+	// of what a batch takes (the polls of half the consumers) waits for
+	// the polls of its other consumers before writing them (0 to 1s; 0
+	// writes what is ready at once). A share group hands out records in
+	// pieces when its record locks run short, and each piece written
+	// alone costs a whole transaction; a trickle of records is delayed by
+	// at most Linger. Default 20ms with exactly-once and 0 with
+	// at-least-once, which has no transaction whose cost a larger batch
+	// would share.
 	Linger time.Duration `yaml:"linger" json:"linger"`
 	// TransformConcurrency is how many records of a batch a worker
 	// transforms at once (default 1, at most 256): for slow, I/O-bound

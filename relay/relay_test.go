@@ -876,32 +876,30 @@ func TestASmallBatchWaitsForItsOtherConsumersPollsUpToTheLinger(t *testing.T) {
 	}
 }
 
-// TestAnExactlyOnceBatchLeavesHalfTheConsumersPollsForTheNextBatch: with
-// two lanes a batch takes the polls of half the worker's consumers
-// (rounded up), so the next batch has polls to start on while this one
-// commits; at-least-once takes every poll that is ready.
-func TestAnExactlyOnceBatchLeavesHalfTheConsumersPollsForTheNextBatch(t *testing.T) {
+// TestABatchLeavesHalfTheConsumersPollsForTheNextBatch: a batch takes the
+// polls of half the worker's consumers (rounded up), so the next batch has
+// polls to start on while this one is written (at-least-once) or commits
+// (exactly-once), and the consumers of the first batch fetch meanwhile.
+func TestABatchLeavesHalfTheConsumersPollsForTheNextBatch(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		consumers int
-		lanes     bool
 		wantPolls []int // polls of each batch, all of them ready at once
 	}{
-		{4, true, []int{2, 2}},
-		{3, true, []int{2, 1}},
-		{2, true, []int{1, 1}},
-		{1, true, []int{1}},
-		{4, false, []int{4}},
-		{1, false, []int{1}},
+		{4, []int{2, 2}},
+		{3, []int{2, 1}},
+		{2, []int{1, 1}},
+		{1, []int{1}},
+		{5, []int{3, 2}},
 	} {
-		t.Run(fmt.Sprintf("%d consumers, two lanes %v", c.consumers, c.lanes), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d consumers", c.consumers), func(t *testing.T) {
 			const maxRecords = 100
 			s := &shareSource{arrived: make(chan struct{}, 1), fetchers: make([]*fetcher, c.consumers)}
 			for range c.consumers {
 				s.waiting = append(s.waiting, &poll{recs: make([]*kgo.Record, maxRecords)})
 			}
 			s.arrived <- struct{}{}
-			most := batchMost(c.consumers, maxRecords, c.lanes)
+			most := batchMost(c.consumers, maxRecords)
 			var got []int
 			for range c.wantPolls {
 				b, err := s.next(ctx, 100*time.Millisecond, most, 20*time.Millisecond)
