@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -108,4 +109,33 @@ func TestRealBrokerSameInstanceNameFencesTheZombie(t *testing.T) {
 		t.Fatalf("the fenced instance exited %d (%v); want a non-zero exit", code, err)
 	}
 	exactlyOnce(t, settled(t, p, n, 3*time.Minute), n, 0)
+}
+
+// At Kafka's default group.share.max.partition.max.record.locks (4,000) a
+// group cannot lock what 2 workers × 4 consumers × 2,000 records ask for
+// on a one-partition source: relay check warns, names the broker setting
+// and the value for this instance, and still passes (a warning is no
+// failure). With polls of 50 the locks suffice and it says nothing of them.
+func TestRealBrokerRelayCheckWarnsWhenTheGroupCannotLockWhatTheRelayAsksFor(t *testing.T) {
+	seeds := seedsFor(t)
+	short := newPipe(t, seeds, harness.PipelineOptions{Workers: 2, Consumers: 4, MaxRecords: 2000, Partitions: 1})
+	code, out := relayCheck(t, short)
+	t.Logf("relay check (exit %d):\n%s", code, out)
+	if code != 0 {
+		t.Fatalf("relay check exited %d on a pipeline whose only problem is a warning", code)
+	}
+	for _, want := range []string{
+		"record locks short: this instance's share consumers ask for up to 16000 records",
+		"4000 per partition of its one source partition (4000 in all)",
+		"raise group.share.max.partition.max.record.locks on the brokers from 4000 to 10000 or more (16000 a partition",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("relay check does not say %q", want)
+		}
+	}
+	fine := newPipe(t, seeds, harness.PipelineOptions{Workers: 2, Consumers: 4, MaxRecords: 50, Partitions: 1})
+	code, out = relayCheck(t, fine)
+	if code != 0 || strings.Contains(out, "record locks short") {
+		t.Fatalf("relay check (exit %d) on 2 × 4 × 50 records, which one partition's 4000 locks cover:\n%s", code, out)
+	}
 }

@@ -411,6 +411,9 @@ func (c *checker) group(ctx context.Context) {
 		return
 	}
 	c.plan = relay.GroupConfigsToSet(ctx, c.cl, c.p)
+	for _, w := range c.plan.Warnings {
+		c.rep.add(Warn, check+" configs", "%s", w)
+	}
 	set := c.plan.Configs
 	err = validateGroupConfigs(ctx, c.cl, g, set)
 	keys := slices.Sorted(func(yield func(string) bool) {

@@ -407,6 +407,9 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 		for _, note := range plan.Notes {
 			r.log.Info("share group "+note, "group", r.p.Source.Group)
 		}
+		for _, w := range plan.Warnings {
+			r.log.Warn("share group "+w, "group", r.p.Source.Group)
+		}
 		cfgs := plan.Configs
 		r.limits.attemptsFrom = plan.AttemptsLimit
 		if err := SetGroupConfigs(ctx, cl, r.p.Source.Group, cfgs); err != nil {
