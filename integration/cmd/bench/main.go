@@ -10,7 +10,12 @@
 // a local Apache Kafka broker started with integration/kafkatest (with the
 // JVM flags of Kafka's own start scripts rather than the test defaults,
 // which cap the JIT for a fast start) and stopped at the end, also on
-// SIGINT or SIGTERM.
+// SIGINT or SIGTERM. This process, where the relay runs, has a soft
+// memory limit of -memory-limit-mib (100 MiB: the README's GOMEMLIMIT at
+// two thirds of a 150 MB budget). The local broker lets a share group hold up to
+// -broker-record-locks record locks per partition
+// (group.share.max.partition.max.record.locks; 10,000, the setting the
+// README recommends for the relay; 0 keeps Kafka's 4,000).
 //
 // Throughput. For each value size (-sizes) a source topic of 3 partitions
 // is loaded once with -records records (keyed, JSON values with an id).
@@ -105,6 +110,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -149,6 +155,12 @@ type options struct {
 	// relayCompression is the relay contenders' client.producer.compression
 	// ("": the relay's default).
 	relayCompression string
+	// brokerRecordLocks is the local broker's
+	// group.share.max.partition.max.record.locks (0: Kafka's default).
+	brokerRecordLocks int
+	// memoryLimitMiB is this process's soft memory limit
+	// (debug.SetMemoryLimit; 0: the runtime's, from GOMEMLIMIT).
+	memoryLimitMiB int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -177,8 +189,16 @@ func parseFlags(args []string) (options, error) {
 	relayBatch := fs.String("relay-batch", "", "batch settings of the relay contenders in the throughput and latency runs, e.g. consumers=4,linger=10ms (default: the relay's defaults)")
 	relayGroup := fs.String("relay-group", "", "share-group configs of the relay contenders in the throughput and latency runs (source.group_configs), e.g. share.partition.max.record.locks=4000")
 	fs.StringVar(&o.relayCompression, "relay-compression", "", "client.producer.compression of the relay contenders in the throughput and latency runs (default: the relay's default)")
+	fs.IntVar(&o.memoryLimitMiB, "memory-limit-mib", 100, "soft memory limit of this process, where the relay runs, in MiB (as GOMEMLIMIT; the README's two thirds of the 150 MB the throughput issue gives the relay; 0: the runtime's own, from GOMEMLIMIT)")
+	fs.IntVar(&o.brokerRecordLocks, "broker-record-locks", 10000, "the local broker's group.share.max.partition.max.record.locks, the most record locks a share group may set per partition (the README's broker setting; 0: Kafka's default, 4000)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.memoryLimitMiB < 0 {
+		return o, fmt.Errorf("-memory-limit-mib: %d is negative (0: the runtime's own limit)", o.memoryLimitMiB)
+	}
+	if o.brokerRecordLocks != 0 && (o.brokerRecordLocks < 2000 || o.brokerRecordLocks > 10000) {
+		return o, fmt.Errorf("-broker-record-locks: %d is outside Kafka's range 2000 to 10000 (0: Kafka's default)", o.brokerRecordLocks)
 	}
 	var err error
 	if o.classicWorkers, err = intList("-classic-workers", *classicWorkers, 1, config.MaxWorkers); err != nil {
@@ -302,7 +322,10 @@ func main() {
 // every goroutine it started, before it returns.
 func run(ctx context.Context, opts options) (err error) {
 	began := time.Now()
-	br, err := getBroker(ctx)
+	if opts.memoryLimitMiB > 0 {
+		debug.SetMemoryLimit(int64(opts.memoryLimitMiB) << 20)
+	}
+	br, err := getBroker(ctx, opts.brokerRecordLocks)
 	if err != nil {
 		return err
 	}
@@ -317,11 +340,11 @@ func run(ctx context.Context, opts options) (err error) {
 		return err
 	}
 	defer b.close()
-	progress("broker %s (%s); %d records per size, sizes %v, %d runs, %d workers",
-		strings.Join(br.seeds, ","), br.kind, opts.records, opts.sizes, opts.runs, opts.workers)
+	progress("broker %s (%s, %s); %d records per size, sizes %v, %d runs, %d workers; this process's memory limit %s",
+		strings.Join(br.seeds, ","), br.kind, br.recordLocksNote(), opts.records, opts.sizes, opts.runs, opts.workers, memoryLimitNote())
 
 	res := results{
-		Started: began.UTC(), Broker: br.kind, Records: opts.records, Runs: opts.runs,
+		Started: began.UTC(), Broker: br.kind, BrokerRecordLocks: br.recordLocks, MemoryLimitMiB: memoryLimitMiB(), Records: opts.records, Runs: opts.runs,
 		Workers: opts.workers, Sizes: opts.sizes,
 	}
 	if opts.warmUp {

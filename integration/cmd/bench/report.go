@@ -28,6 +28,12 @@ type results struct {
 	Latency    []latencyResult `json:"latency,omitempty"`
 	EOSOverALO float64         `json:"eos_over_alo"`
 	Goals      []goal          `json:"goals"`
+	// BrokerRecordLocks is the local broker's
+	// group.share.max.partition.max.record.locks (0: Kafka's default, or
+	// an external cluster's own setting).
+	BrokerRecordLocks int `json:"broker_record_locks,omitempty"`
+	// MemoryLimitMiB is this process's soft memory limit (0: none).
+	MemoryLimitMiB int `json:"memory_limit_mib,omitempty"`
 }
 
 // sizeResult is the throughput of every contender for one value size.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"math"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -39,4 +40,22 @@ func peakRSSMB() float64 {
 		return kb / 1024
 	}
 	return 0
+}
+
+// memoryLimitMiB returns this process's soft memory limit in MiB, 0 when
+// there is none.
+func memoryLimitMiB() int {
+	l := debug.SetMemoryLimit(-1)
+	if l == math.MaxInt64 {
+		return 0
+	}
+	return int(l >> 20)
+}
+
+// memoryLimitNote says this process's soft memory limit.
+func memoryLimitNote() string {
+	if l := memoryLimitMiB(); l > 0 {
+		return strconv.Itoa(l) + " MiB"
+	}
+	return "none"
 }
