@@ -30,11 +30,11 @@ const (
 	// come back with what is left: small polls, and small transactions.
 	GroupRecordLocks = "share.partition.max.record.locks"
 
-	brokerRecordLocks        = "group.share.partition.max.record.locks"     // the broker's default for groups
-	brokerMaxRecordLocks     = "group.share.max.partition.max.record.locks" // the most a group may set
+	brokerRecordLocks    = "group.share.partition.max.record.locks"     // the broker's default for groups
+	brokerMaxRecordLocks = "group.share.max.partition.max.record.locks" // the most a group may set
 	// maxRecordLocksAllowed is the highest brokerMaxRecordLocks Kafka
 	// accepts (its range is 2,000 to 10,000).
-	maxRecordLocksAllowed = 10000
+	maxRecordLocksAllowed    = 10000
 	brokerDeliveryCountLimit = "group.share.delivery.count.limit"
 	// the most a group may set its delivery limit to
 	brokerMaxDeliveryCountLimit = "group.share.max.delivery.count.limit"
