@@ -10,9 +10,9 @@
 // a local Apache Kafka broker started with integration/kafkatest (with the
 // JVM flags of Kafka's own start scripts rather than the test defaults,
 // which cap the JIT for a fast start) and stopped at the end, also on
-// SIGINT or SIGTERM. This process, where the relay runs, has a soft
-// memory limit of -memory-limit-mib (100 MiB: the README's GOMEMLIMIT at
-// two thirds of a 150 MB budget). The local broker lets a share group hold up to
+// SIGINT or SIGTERM. -memory-limit-mib gives this process, where the
+// relay runs, a soft memory limit, as GOMEMLIMIT would (none by default:
+// the relay binary sets none). The local broker lets a share group hold up to
 // -broker-record-locks record locks per partition
 // (group.share.max.partition.max.record.locks; 10,000, the setting the
 // README recommends for the relay; 0 keeps Kafka's 4,000).
@@ -189,7 +189,7 @@ func parseFlags(args []string) (options, error) {
 	relayBatch := fs.String("relay-batch", "", "batch settings of the relay contenders in the throughput and latency runs, e.g. consumers=4,linger=10ms (default: the relay's defaults)")
 	relayGroup := fs.String("relay-group", "", "share-group configs of the relay contenders in the throughput and latency runs (source.group_configs), e.g. share.partition.max.record.locks=4000")
 	fs.StringVar(&o.relayCompression, "relay-compression", "", "client.producer.compression of the relay contenders in the throughput and latency runs (default: the relay's default)")
-	fs.IntVar(&o.memoryLimitMiB, "memory-limit-mib", 100, "soft memory limit of this process, where the relay runs, in MiB (as GOMEMLIMIT; the README's two thirds of the 150 MB the throughput issue gives the relay; 0: the runtime's own, from GOMEMLIMIT)")
+	fs.IntVar(&o.memoryLimitMiB, "memory-limit-mib", 0, "soft memory limit of this process, where the relay runs, in MiB, as GOMEMLIMIT would set it (0: the runtime's own, from GOMEMLIMIT); see the README's Memory")
 	fs.IntVar(&o.brokerRecordLocks, "broker-record-locks", 10000, "the local broker's group.share.max.partition.max.record.locks, the most record locks a share group may set per partition (the README's broker setting; 0: Kafka's default, 4000)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
