@@ -118,6 +118,9 @@ type checker struct {
 	// plan is what the relay would set on the group at start (zero when
 	// it leaves the group's configs alone).
 	plan relay.GroupPlan
+	// sourceParts are the partitions of the source topics the topic
+	// check found (0 when it found none).
+	sourceParts int
 }
 
 // retryFor bounds the retries of a request that fails with a retriable
@@ -318,6 +321,9 @@ func (c *checker) topics(ctx context.Context) {
 			c.rep.add(Fail, check, "%v", err)
 		default:
 			c.allowed(check, partitions(len(t.Partitions)), t.AuthorizedOperations, ops)
+			if slices.Contains(c.p.Source.Topics, name) {
+				c.sourceParts += len(t.Partitions)
+			}
 		}
 	}
 }
@@ -410,7 +416,7 @@ func (c *checker) group(ctx context.Context) {
 		c.rep.add(OK, check+" configs", "left alone (source.manage_group_config: false), so ALTER_CONFIGS is not needed")
 		return
 	}
-	c.plan = relay.GroupConfigsToSet(ctx, c.cl, c.p)
+	c.plan = relay.GroupConfigsToSet(ctx, c.cl, c.p, c.sourceParts)
 	for _, w := range c.plan.Warnings {
 		c.rep.add(Warn, check+" configs", "%s", w)
 	}

@@ -73,8 +73,11 @@ type GroupPlan struct {
 //     of the instance cannot use up a record's deliveries
 //     (deliveryLimitToSet), within the broker's allowed maximum.
 //
-// A broker whose configs cannot be read keeps its own limits.
-func GroupConfigsToSet(ctx context.Context, cl *kgo.Client, p *config.Pipeline) GroupPlan {
+// A broker whose configs cannot be read keeps its own limits. sourceParts
+// is the number of partitions of the source topics, as the caller's own
+// topic check found them (0: unknown): with it, a record lock limit too
+// low for the instance becomes a warning (recordLocksShort).
+func GroupConfigsToSet(ctx context.Context, cl *kgo.Client, p *config.Pipeline, sourceParts int) GroupPlan {
 	plan := GroupPlan{Configs: map[string]string{
 		GroupAutoOffsetReset: p.Source.AutoOffsetReset,
 		GroupIsolationLevel:  p.Source.IsolationLevel,
@@ -105,10 +108,8 @@ func GroupConfigsToSet(ctx context.Context, cl *kgo.Client, p *config.Pipeline) 
 		} else {
 			plan.Notes = append(plan.Notes, fmt.Sprintf("record lock limit left at the broker's %d (the relay holds up to %d records)", def, want))
 		}
-		if parts, err := sourcePartitions(ctx, cl, p.Source.Topics); err == nil {
-			if w := recordLocksShort(want, v, most, parts); w != "" {
-				plan.Warnings = append(plan.Warnings, w)
-			}
+		if w := recordLocksShort(want, v, most, sourceParts); w != "" {
+			plan.Warnings = append(plan.Warnings, w)
 		}
 	}
 
@@ -155,9 +156,9 @@ func recordLockLimit(want, def, most int) (limit int, raise bool) {
 // Measured with make bench (2 workers, 3 partitions, 1,000,000 records,
 // 2026-12-03): exactly-once 0.79× and 0.89× at-least-once (200 B, 1 KiB)
 // at Kafka's default maximum of 4,000, 0.95× and 0.91× at 10,000. It
-// returns "" when the
-// locks suffice, and names the broker setting to raise otherwise (or the
-// workers to lower when the broker's maximum is already Kafka's highest).
+// returns "" when the locks suffice or parts is unknown (0), and names the
+// broker setting to raise otherwise (or, when the broker's maximum is
+// already Kafka's highest, what in the pipeline to lower).
 func recordLocksShort(want, limit, most, parts int) string {
 	if parts <= 0 || want <= parts*limit {
 		return ""
@@ -174,22 +175,6 @@ func recordLocksShort(want, limit, most, parts int) string {
 			brokerMaxRecordLocks, most, min(need, maxRecordLocksAllowed), need, maxRecordLocksAllowed)
 	}
 	return msg + "; lower batch.consumers or batch.max_records, or give the source topics more partitions"
-}
-
-// sourcePartitions counts the partitions of the source topics.
-func sourcePartitions(ctx context.Context, cl *kgo.Client, topics []string) (int, error) {
-	td, err := kadm.NewClient(cl).ListTopics(ctx, topics...)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, t := range td {
-		if t.Err != nil {
-			return 0, t.Err
-		}
-		n += len(t.Partitions)
-	}
-	return n, nil
 }
 
 // deliveryLimitToSet decides the group's delivery limit for a relay that

@@ -403,7 +403,11 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 	r.log.Info("largest record batches the topics take (max.message.bytes)", "bytes", sizes)
 
 	if r.p.Source.ManageGroupConfig == nil || *r.p.Source.ManageGroupConfig {
-		plan := GroupConfigsToSet(ctx, cl, r.p)
+		parts := 0
+		for _, t := range r.p.Source.Topics {
+			parts += len(td[t].Partitions)
+		}
+		plan := GroupConfigsToSet(ctx, cl, r.p, parts)
 		for _, note := range plan.Notes {
 			r.log.Info("share group "+note, "group", r.p.Source.Group)
 		}

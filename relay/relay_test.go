@@ -686,7 +686,7 @@ func TestAGroupThatCannotLockWhatTheRelayAsksForIsAWarningThatNamesTheBrokerSett
 	for _, c := range []struct {
 		name                     string
 		want, limit, most, parts int
-		warn                     []string // "" when no warning
+		warn                     []string // what it must say; none: no warning
 	}{
 		{name: "the bench at Kafka's maximum", want: 16000, limit: 4000, most: 4000, parts: 3,
 			warn: []string{"up to 16000 records", "4000 per partition of its 3 source partitions (12000 in all)", "raise group.share.max.partition.max.record.locks on the brokers from 4000 to 5334 or more"}},
@@ -725,7 +725,7 @@ func TestGroupConfigsLeaveTheRecordLockLimitToABrokerThatDoesNotSayItsMaximum(t 
 	}
 	defer cl.Close()
 	p := pipeline(t, c, "")
-	plan := GroupConfigsToSet(context.Background(), cl, p)
+	plan := GroupConfigsToSet(context.Background(), cl, p, 2)
 	if _, set := plan.Configs[GroupRecordLocks]; set || !strings.Contains(plan.Notes[0], "record lock limit left to the broker") {
 		t.Fatalf("GroupConfigsToSet = %+v; want no %s (kfake has no %s)", plan, GroupRecordLocks, brokerMaxRecordLocks)
 	}
@@ -733,7 +733,7 @@ func TestGroupConfigsLeaveTheRecordLockLimitToABrokerThatDoesNotSayItsMaximum(t 
 		t.Fatalf("GroupConfigsToSet = %+v; want no %s (kfake has no %s)", plan, GroupDeliveryCountLimit, brokerMaxDeliveryCountLimit)
 	}
 	p.Source.GroupConfigs = map[string]string{GroupRecordLocks: "3000", GroupDeliveryCountLimit: "4"}
-	plan = GroupConfigsToSet(context.Background(), cl, p)
+	plan = GroupConfigsToSet(context.Background(), cl, p, 2)
 	if plan.Configs[GroupRecordLocks] != "3000" || !strings.Contains(plan.Notes[0], "source.group_configs") {
 		t.Fatalf("GroupConfigsToSet = %+v; want the file's 3000", plan)
 	}
