@@ -40,6 +40,9 @@ type contender struct {
 	delivery string // relay contenders: config.AtLeastOnce or config.ExactlyOnce
 	produces bool   // writes an output topic (checked afterwards)
 	classic  bool   // a classic consumer group, not a share group
+	// process: the relay runs as its own process, the shipped binary
+	// (-relay-bin), instead of inside the bench.
+	process bool
 }
 
 var (
@@ -53,6 +56,13 @@ var (
 )
 
 func (c contender) isRelay() bool { return c.delivery != "" }
+
+// asProcess is relay contender c run as its own process (-relay-bin).
+func (c contender) asProcess() contender {
+	c.name += "-bin"
+	c.process = true
+	return c
+}
 
 // trial is one run of one contender over one source topic.
 type trial struct {
@@ -76,6 +86,9 @@ type trial struct {
 	// own: the trial's settings are its own; -relay-batch, -relay-group
 	// and -relay-compression do not apply (the warm-up's transactions).
 	own bool
+	// metricsListen is the relay's metrics endpoint (metrics.listen;
+	// "": none), for a relay run as its own process.
+	metricsListen string
 }
 
 // tracker times a run: from the first record received to the moment the
@@ -169,12 +182,19 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 		return runResult{}, err
 	}
 	tr := newTracker(t.n)
+	stopHeap := b.heapProfileAtHalf(t, tr)
+	defer stopHeap()
 	tc := newTraceCollector(b.opts.trace, t.n)
 	tc.startCPU(b.br.pid())
 	resetPeakRSS()
 	began := time.Now()
-	var phases map[string]float64
+	var (
+		phases  map[string]float64
+		peakRSS float64 // of the relay's own process
+	)
 	switch {
+	case t.c.process:
+		peakRSS, err = b.runRelayProcess(ctx, t, tr)
 	case t.c.isRelay():
 		phases, err = b.runRelay(ctx, t, tr, tc)
 	case t.c.classic:
@@ -190,6 +210,9 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 	el := tr.elapsed()
 	rr := runResult{Run: t.run, Workers: t.workers, Seconds: el.Seconds(), RecPerSec: float64(t.n) / el.Seconds(),
 		PeakRSSMB: peakRSSMB(), Phases: phases}
+	if t.c.process {
+		rr.PeakRSSMB = peakRSS
+	}
 	label := fmt.Sprintf("run %d", t.run)
 	if t.run == 0 {
 		label = "warm-up"
@@ -211,6 +234,41 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 		}
 	}
 	return rr, nil
+}
+
+// heapProfileAtHalf writes a heap profile of this process (the live heap
+// of the last collection) into -cpuprofile-dir once half the trial's
+// records are acknowledged: what the relay holds at full speed. stop ends
+// the wait.
+func (b *bench) heapProfileAtHalf(t trial, tr *tracker) (stop func()) {
+	if b.opts.cpuProfileDir == "" || t.c.process {
+		return func() {}
+	}
+	path := filepath.Join(b.opts.cpuProfileDir, fmt.Sprintf("%dB-run%d-%s.heap.pprof", t.size, t.run, t.c.name))
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if _, acked := tr.counts(); acked >= tr.want/2 {
+				break
+			}
+		}
+		f, err := os.Create(path)
+		if err == nil {
+			err = errors.Join(pprof.Lookup("heap").WriteTo(f, 0), f.Close())
+		}
+		if err != nil {
+			progress("warning: writing %s: %v", path, err)
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }
 
 // startProfile starts a CPU profile of the run when -cpuprofile-dir is set:
@@ -418,9 +476,49 @@ transforms: %s
 %s`
 
 // pipeline builds the trial's pipeline the way `relay run` does: from YAML
-// through config.Parse. The transform chain is empty, or a delay of
-// t.delay per record.
+// (pipelineYAMLOf) through config.Parse.
 func (b *bench) pipeline(t trial) (*config.Pipeline, error) {
+	p, err := config.Parse(t.name+".yaml", []byte(b.pipelineYAMLOf(t)), nil)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline %s: %w", t.name, err)
+	}
+	return p, nil
+}
+
+// clientYAML is the client: section of the relay contenders in the
+// throughput and latency runs: -relay-client, and -relay-compression.
+func (b *bench) clientYAML() string {
+	sections := make(map[string]map[string]string)
+	for k, v := range b.opts.relayClient {
+		sec, key, _ := strings.Cut(k, ".")
+		if sections[sec] == nil {
+			sections[sec] = make(map[string]string)
+		}
+		sections[sec][key] = v
+	}
+	if b.opts.relayCompression != "" {
+		if sections["producer"] == nil {
+			sections["producer"] = make(map[string]string)
+		}
+		sections["producer"]["compression"] = b.opts.relayCompression
+	}
+	if len(sections) == 0 {
+		return ""
+	}
+	var y strings.Builder
+	y.WriteString("client:\n")
+	for _, sec := range slices.Sorted(maps.Keys(sections)) {
+		fmt.Fprintf(&y, "  %s:\n", sec)
+		for _, k := range slices.Sorted(maps.Keys(sections[sec])) {
+			fmt.Fprintf(&y, "    %s: %s\n", k, sections[sec][k])
+		}
+	}
+	return y.String()
+}
+
+// pipelineYAMLOf writes the trial's pipeline file. The transform chain is
+// empty, or a delay of t.delay per record.
+func (b *bench) pipelineYAMLOf(t trial) string {
 	quoted := make([]string, len(b.br.seeds))
 	for i, s := range b.br.seeds {
 		quoted[i] = fmt.Sprintf("%q", s)
@@ -460,18 +558,16 @@ func (b *bench) pipeline(t trial) (*config.Pipeline, error) {
 		}
 	}
 	client := ""
-	if tried && b.opts.relayCompression != "" {
-		client = fmt.Sprintf("client:\n  producer:\n    compression: %s\n", b.opts.relayCompression)
+	if tried {
+		client = b.clientYAML()
 	}
 	transforms := "[]"
 	if t.delay > 0 {
 		transforms = fmt.Sprintf("[{type: delay, duration: %s}]", t.delay)
 	}
-	y := fmt.Sprintf(pipelineYAML, t.name, strings.Join(quoted, ", "), t.c.delivery, workers,
-		t.source, t.name, group.String(), t.output, t.dlq, batch.String(), transforms, client)
-	p, err := config.Parse(t.name+".yaml", []byte(y), nil)
-	if err != nil {
-		return nil, fmt.Errorf("pipeline %s: %w", t.name, err)
+	if t.metricsListen != "" {
+		client += fmt.Sprintf("metrics:\n  listen: %q\n", t.metricsListen)
 	}
-	return p, nil
+	return fmt.Sprintf(pipelineYAML, t.name, strings.Join(quoted, ", "), t.c.delivery, workers,
+		t.source, t.name, group.String(), t.output, t.dlq, batch.String(), transforms, client)
 }

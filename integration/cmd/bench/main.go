@@ -152,6 +152,10 @@ type options struct {
 	// relayGroup are share-group configs of the relay contenders
 	// (-relay-group key=value,...: source.group_configs).
 	relayGroup map[string]string
+	// relayClient are client settings of the relay contenders
+	// (-relay-client section.key=value,...), e.g.
+	// consumer.fetch_max_bytes.
+	relayClient map[string]string
 	// relayCompression is the relay contenders' client.producer.compression
 	// ("": the relay's default).
 	relayCompression string
@@ -161,6 +165,16 @@ type options struct {
 	// memoryLimitMiB is this process's soft memory limit
 	// (debug.SetMemoryLimit; 0: the runtime's, from GOMEMLIMIT).
 	memoryLimitMiB int
+	// relayBin is the shipped relay binary; when set, each relay
+	// contender also runs as its own process (relay run) over each
+	// source topic, for that process's peak RSS.
+	relayBin    string
+	processRuns int
+	// latencyBaseline is a bench binary built from an earlier commit
+	// (make bench: BENCH_BASELINE); its latency runs alternate with
+	// this one's on the same broker, latencyRounds times.
+	latencyBaseline string
+	latencyRounds   int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -178,7 +192,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.warmUpRecords, "warmup-records", 100000, "records of the warm-up topic")
 	fs.IntVar(&o.warmUpRounds, "warmup-rounds", 3, "warm-up rounds (every contender once each)")
 	fs.BoolVar(&o.trace, "trace", false, "print request latencies and relay batch phases after each contender run")
-	fs.StringVar(&o.cpuProfileDir, "cpuprofile-dir", "", "write a CPU profile of each contender run into this directory")
+	fs.StringVar(&o.cpuProfileDir, "cpuprofile-dir", "", "write a CPU profile of each contender run, and a heap profile at half of it, into this directory")
 	classicWorkers := fs.String("classic-workers", "3", "extra worker counts, comma separated, at which relay-eos and classic-eos are compared on the first size (\"\" for none)")
 	fs.BoolVar(&o.scaling, "scaling", true, "run the scaling table (a slow transform)")
 	fs.IntVar(&o.scalingRecords, "scaling-records", 6000, "records of the scaling table")
@@ -188,8 +202,13 @@ func parseFlags(args []string) (options, error) {
 	only := fs.String("contenders", "", "only these contenders in the throughput table, comma separated (default all)")
 	relayBatch := fs.String("relay-batch", "", "batch settings of the relay contenders in the throughput and latency runs, e.g. consumers=4,linger=10ms (default: the relay's defaults)")
 	relayGroup := fs.String("relay-group", "", "share-group configs of the relay contenders in the throughput and latency runs (source.group_configs), e.g. share.partition.max.record.locks=4000")
+	relayClient := fs.String("relay-client", "", "client settings of the relay contenders in the throughput and latency runs, section.key=value, e.g. consumer.fetch_max_bytes=4194304 (default: the relay's defaults)")
 	fs.StringVar(&o.relayCompression, "relay-compression", "", "client.producer.compression of the relay contenders in the throughput and latency runs (default: the relay's default)")
 	fs.IntVar(&o.memoryLimitMiB, "memory-limit-mib", 0, "soft memory limit of this process, where the relay runs, in MiB, as GOMEMLIMIT would set it (0: the runtime's own, from GOMEMLIMIT); see the README's Memory")
+	fs.StringVar(&o.relayBin, "relay-bin", "", "the relay binary (make build: bin/relay); each relay contender then also runs as its own process over each source topic, for the relay's own peak RSS")
+	fs.IntVar(&o.processRuns, "process-runs", 1, "runs of each relay contender as its own process per size (with -relay-bin)")
+	fs.StringVar(&o.latencyBaseline, "latency-baseline", "", "a bench binary of an earlier commit (make bench builds BENCH_BASELINE's); its latency runs alternate with this one's on the same broker, and the goal is the p99 ratio")
+	fs.IntVar(&o.latencyRounds, "latency-rounds", 3, "rounds of the latency runs (each relay contender, and the baseline's, once a round); the medians are reported")
 	fs.IntVar(&o.brokerRecordLocks, "broker-record-locks", 10000, "the local broker's group.share.max.partition.max.record.locks, the most record locks a share group may set per partition (the README's broker setting; 0: Kafka's default, 4000)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -215,6 +234,14 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.relayGroup, err = keyValues("-relay-group", *relayGroup); err != nil {
 		return o, err
+	}
+	if o.relayClient, err = keyValues("-relay-client", *relayClient); err != nil {
+		return o, err
+	}
+	for k := range o.relayClient {
+		if sec, key, ok := strings.Cut(k, "."); !ok || sec == "" || key == "" {
+			return o, fmt.Errorf("-relay-client: %q is not section.key (e.g. consumer.fetch_max_bytes)", k)
+		}
 	}
 	for name := range strings.SplitSeq(*only, ",") {
 		name = strings.TrimSpace(name)
@@ -247,6 +274,10 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-workers must be between 1 and %d, got %d", config.MaxWorkers, o.workers)
 	case o.latency && o.rate < 1:
 		return o, fmt.Errorf("-rate must be at least 1, got %d", o.rate)
+	case o.latency && o.latencyRounds < 1:
+		return o, fmt.Errorf("-latency-rounds must be at least 1, got %d", o.latencyRounds)
+	case o.relayBin != "" && o.processRuns < 0:
+		return o, fmt.Errorf("-process-runs must not be negative, got %d", o.processRuns)
 	case o.latency && o.latencyDuration <= 0:
 		return o, fmt.Errorf("-latency-duration must be positive, got %s", o.latencyDuration)
 	case o.scaling && (o.scalingRecords < 1 || o.scalingDelay < 0):
@@ -380,15 +411,14 @@ func run(ctx context.Context, opts options) (err error) {
 		printScaling(os.Stdout, sc)
 	}
 	if opts.latency {
-		size := opts.sizes[0]
-		for _, c := range []contender{relayALO, relayEOS} {
-			lr, err := b.latency(ctx, c, size)
-			if err != nil {
-				return fmt.Errorf("latency of %s: %w", c.name, err)
-			}
-			res.Latency = append(res.Latency, lr)
+		rounds, err := b.latencyRounds(ctx, opts.sizes[0])
+		if err != nil {
+			return err
 		}
-		printLatency(os.Stdout, res.Latency)
+		res.LatencyRounds = rounds
+		res.Latency = latencyMedians(rounds, func(r latencyRound) []latencyResult { return r.Now })
+		res.LatencyBaseline = latencyMedians(rounds, func(r latencyRound) []latencyResult { return r.Baseline })
+		printLatency(os.Stdout, res)
 	}
 	res.EOSOverALO = printSummary(os.Stdout, res.Throughput)
 	res.Goals = goals(res)

@@ -25,9 +25,13 @@ type results struct {
 	Throughput []sizeResult    `json:"throughput"`
 	Classic    []classicResult `json:"classic,omitempty"`
 	Scaling    *scalingResult  `json:"scaling,omitempty"`
-	Latency    []latencyResult `json:"latency,omitempty"`
-	EOSOverALO float64         `json:"eos_over_alo"`
-	Goals      []goal          `json:"goals"`
+	// Latency are the medians over the latency rounds; LatencyBaseline
+	// the baseline bench's (-latency-baseline), run side by side.
+	Latency         []latencyResult `json:"latency,omitempty"`
+	LatencyBaseline []latencyResult `json:"latency_baseline,omitempty"`
+	LatencyRounds   []latencyRound  `json:"latency_rounds,omitempty"`
+	EOSOverALO      float64         `json:"eos_over_alo"`
+	Goals           []goal          `json:"goals"`
 	// BrokerRecordLocks is the local broker's
 	// group.share.max.partition.max.record.locks (0: Kafka's default, or
 	// an external cluster's own setting).
@@ -45,6 +49,9 @@ type sizeResult struct {
 	// Paired are the medians of the per-run ratios: run i of a over run
 	// i of b, which ran side by side (see pairedRatio).
 	Paired map[string]float64 `json:"paired_ratios"`
+	// Process are the relay contenders run as their own process, the
+	// shipped binary (-relay-bin): the relay's own peak RSS.
+	Process []contenderResult `json:"relay_process,omitempty"`
 }
 
 // contenderResult summarises a contender's runs.
@@ -104,7 +111,9 @@ type goal struct {
 	Value     float64 `json:"value"`
 	OfMedians float64 `json:"ratio_of_medians,omitempty"`
 	Target    float64 `json:"target"`
-	Met       bool    `json:"met"`
+	// AtMost: the goal is Value <= Target (latency, memory), not >=.
+	AtMost bool `json:"at_most,omitempty"`
+	Met    bool `json:"met"`
 }
 
 // latencyResult is the latency of one relay contender.
@@ -147,6 +156,30 @@ func (b *bench) throughput(ctx context.Context, size int) (sizeResult, error) {
 				return sr, err
 			}
 			runs[c.name] = append(runs[c.name], rr)
+		}
+	}
+
+	if b.opts.relayBin != "" {
+		for run := 1; run <= b.opts.processRuns; run++ {
+			for _, c := range b.contenders() {
+				if !c.isRelay() {
+					continue
+				}
+				pc := c.asProcess()
+				progress("%d B values, %s: the relay as its own process, run %d of %d", size, c.name, run, b.opts.processRuns)
+				t := trial{c: pc, size: size, run: run, source: src, n: b.opts.records,
+					name: b.name(prefix, fmt.Sprintf("r%d", run), pc.name)}
+				rr, err := b.runTrial(ctx, t, &created)
+				if err != nil {
+					return sr, err
+				}
+				runs[pc.name] = append(runs[pc.name], rr)
+			}
+		}
+		for _, c := range b.contenders() {
+			if c.isRelay() && len(runs[c.asProcess().name]) > 0 {
+				sr.Process = append(sr.Process, summarize(c.asProcess().name, runs[c.asProcess().name]))
+			}
 		}
 	}
 
@@ -365,7 +398,7 @@ func summarize(name string, runs []runResult) contenderResult {
 	return cr
 }
 
-// median of sorted xs.
+// median returns the median of xs, which must be sorted.
 func median(xs []float64) float64 {
 	n := len(xs)
 	if n%2 == 1 {
@@ -405,6 +438,15 @@ func printSize(w io.Writer, sr sizeResult) {
 		}
 	}
 	printWarnings(w, sr.Contenders...)
+	if len(sr.Process) > 0 {
+		fmt.Fprintf(w, "the relay as its own process (relay run, the shipped binary; the peak RSS is that process's):\n")
+		fmt.Fprintf(w, "%-7s %-13s %7s %4s %13s %9s %9s %12s\n", "size", "contender", "workers", "runs", "median rec/s", "min", "max", "peak RSS MB")
+		for _, c := range sr.Process {
+			fmt.Fprintf(w, "%-7s %-13s %7d %4d %13.0f %9.0f %9.0f %12.0f\n",
+				fmt.Sprintf("%d B", sr.Size), c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, c.PeakRSSMB)
+		}
+		printWarnings(w, sr.Process...)
+	}
 }
 
 func printWarnings(w io.Writer, cs ...contenderResult) {
@@ -475,8 +517,32 @@ func goals(res results) []goal {
 			}
 		}
 	}
+	atMost := func(what string, value, ofMedians, target float64) {
+		gs = append(gs, goal{What: what, Value: value, OfMedians: ofMedians, Target: target, AtMost: true, Met: value <= target})
+	}
+	for _, l := range res.Latency {
+		base := findLatency(res.LatencyBaseline, l.Contender)
+		if base == nil || base.P99 == 0 {
+			continue
+		}
+		atMost(fmt.Sprintf("latency p99 %s / baseline", l.Contender), pairedP99(res.LatencyRounds, l.Contender), l.P99/base.P99, maxLatencyVsBaseline)
+	}
+	for _, sr := range res.Throughput {
+		for _, c := range sr.Process {
+			atMost(fmt.Sprintf("%d B %s peak RSS MB", sr.Size, c.Name), c.PeakRSSMB, 0, maxRelayRSSMB)
+		}
+	}
 	return gs
 }
+
+// Goals of the throughput issue that are bounds from above.
+const (
+	// maxLatencyVsBaseline: p99 latency at a moderate rate no worse than
+	// twice the baseline's (the relay of the day the issue was filed).
+	maxLatencyVsBaseline = 2.0
+	// maxRelayRSSMB: the relay process's peak RSS at full speed.
+	maxRelayRSSMB = 150
+)
 
 // printGoals prints the goal check.
 func printGoals(w io.Writer, gs []goal) {
@@ -493,21 +559,43 @@ func printGoals(w io.Writer, gs []goal) {
 		if g.OfMedians > 0 {
 			of = fmt.Sprintf("(%.2f)", g.OfMedians)
 		}
-		fmt.Fprintf(w, "  %-48s %6.2f %6s  target >= %.2f  %s\n", g.What, g.Value, of, g.Target, mark)
+		op := ">="
+		if g.AtMost {
+			op = "<="
+		}
+		fmt.Fprintf(w, "  %-48s %6.2f %6s  target %s %.2f  %s\n", g.What, g.Value, of, op, g.Target, mark)
 	}
 }
 
-// printLatency prints the latency table.
-func printLatency(w io.Writer, ls []latencyResult) {
+// printLatency prints the latency table: the medians over the rounds,
+// and the baseline's beside them when there is one.
+func printLatency(w io.Writer, res results) {
+	ls := res.Latency
 	if len(ls) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nlatency: %d rec/s of %d B values for %s, append acknowledged -> output visible (read_committed)\n",
-		ls[0].Rate, ls[0].Size, ls[0].Duration)
-	fmt.Fprintf(w, "%-11s %8s %8s %8s %8s %8s %8s\n", "contender", "records", "missing", "p50 ms", "p90 ms", "p99 ms", "max ms")
+	fmt.Fprintf(w, "\nlatency: %d rec/s of %d B values for %s, append acknowledged -> output visible (read_committed); medians of %d rounds\n",
+		ls[0].Rate, ls[0].Size, ls[0].Duration, len(res.LatencyRounds))
+	fmt.Fprintf(w, "%-20s %8s %8s %8s %8s %8s %8s\n", "contender", "records", "missing", "p50 ms", "p90 ms", "p99 ms", "max ms")
 	for _, l := range ls {
-		fmt.Fprintf(w, "%-11s %8d %8d %8.1f %8.1f %8.1f %8.1f\n", l.Contender, l.Records, l.Missing, l.P50, l.P90, l.P99, l.Max)
+		fmt.Fprintf(w, "%-20s %8d %8d %8.1f %8.1f %8.1f %8.1f\n", l.Contender, l.Records, l.Missing, l.P50, l.P90, l.P99, l.Max)
+		if base := findLatency(res.LatencyBaseline, l.Contender); base != nil {
+			fmt.Fprintf(w, "%-20s %8d %8d %8.1f %8.1f %8.1f %8.1f\n", l.Contender+" baseline", base.Records, base.Missing, base.P50, base.P90, base.P99, base.Max)
+		}
 	}
+	if len(res.LatencyBaseline) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "p99 / the baseline's, per round:")
+	for _, r := range res.LatencyRounds {
+		for _, l := range r.Now {
+			if base := findLatency(r.Baseline, l.Contender); base != nil && base.P99 > 0 {
+				fmt.Fprintf(w, " %s %.2f", l.Contender, l.P99/base.P99)
+			}
+		}
+		fmt.Fprint(w, ";")
+	}
+	fmt.Fprintln(w)
 }
 
 // printSummary prints the exactly-once / at-least-once line and returns

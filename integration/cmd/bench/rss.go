@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"math"
 	"os"
 	"runtime/debug"
@@ -21,8 +22,15 @@ func resetPeakRSS() {
 
 // peakRSSMB returns the peak resident set size since the last reset, in
 // MB (VmHWM of /proc/self/status), or 0 where it cannot be read.
-func peakRSSMB() float64 {
-	f, err := os.Open("/proc/self/status")
+func peakRSSMB() float64 { return vmHWM("/proc/self/status") }
+
+// processPeakRSSMB returns the peak resident set size of process pid, in
+// MB, or 0 where it cannot be read.
+func processPeakRSSMB(pid int) float64 { return vmHWM(fmt.Sprintf("/proc/%d/status", pid)) }
+
+// vmHWM reads the VmHWM line of a /proc/<pid>/status file, in MB.
+func vmHWM(path string) float64 {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sharerelay/sharerelay/integration/kafkatest"
+	"github.com/sharerelay/sharerelay/metrics"
+)
+
+// processStopTimeout bounds a relay process's shutdown after SIGTERM.
+const processStopTimeout = 30 * time.Second
+
+// runRelayProcess runs the trial's pipeline with the shipped relay binary
+// (-relay-bin, `relay run`) as its own process, follows its progress on
+// its metrics endpoint until every record is acknowledged, reads its peak
+// resident set size, and stops it with SIGTERM. The in-process relay
+// shares this process's heap and runtime with the bench; this is the
+// memory an operator sees.
+func (b *bench) runRelayProcess(ctx context.Context, t trial, tr *tracker) (peakMB float64, err error) {
+	port, err := kafkatest.FreePort()
+	if err != nil {
+		return 0, err
+	}
+	t.metricsListen = "127.0.0.1:" + strconv.Itoa(port)
+	dir, err := os.MkdirTemp("", "bench-relay-")
+	if err != nil {
+		return 0, fmt.Errorf("creating the pipeline's directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, t.name+".yaml")
+	if err := os.WriteFile(path, []byte(b.pipelineYAMLOf(t)), 0o600); err != nil {
+		return 0, fmt.Errorf("writing the pipeline: %w", err)
+	}
+	cmd := exec.Command(b.opts.relayBin, "run", "-c", path, "--instance", relayInstance, "--log-level", "error")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if b.opts.memoryLimitMiB > 0 { // the limit the in-process relay runs with
+		cmd.Env = append(os.Environ(), fmt.Sprintf("GOMEMLIMIT=%dMiB", b.opts.memoryLimitMiB))
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("starting %s: %w", b.opts.relayBin, err)
+	}
+	var waitErr error
+	exited := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+
+	fctx, stopFollow := context.WithCancel(ctx)
+	failed := make(chan error, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() { followEndpoint(fctx, "http://"+t.metricsListen+"/metrics", tr) })
+	wg.Go(func() {
+		select {
+		case <-exited:
+			failed <- fmt.Errorf("the relay process exited: %v", waitErr)
+		case <-fctx.Done():
+		}
+	})
+	err = b.await(ctx, t, tr, failed)
+	// Read before the shutdown: the peak of the run itself.
+	peakMB = processPeakRSSMB(cmd.Process.Pid)
+	stopFollow()
+	wg.Wait()
+	select {
+	case <-exited:
+	default:
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+			if err == nil && waitErr != nil {
+				err = fmt.Errorf("the relay process did not stop cleanly on SIGTERM: %w", waitErr)
+			}
+		case <-time.After(processStopTimeout):
+			_ = cmd.Process.Kill()
+			<-exited
+			err = errors.Join(err, fmt.Errorf("the relay process did not stop within %s of SIGTERM", processStopTimeout))
+		}
+	}
+	return peakMB, err
+}
+
+// followEndpoint feeds the relay process's records polled and records
+// accepted, read from its /metrics every 20 ms, into tr until ctx ends.
+func followEndpoint(ctx context.Context, url string, tr *tracker) {
+	hc := &http.Client{Timeout: time.Second}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var seenPolled, seenAccepted int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		p, a, err := scrapeProgress(ctx, hc, url)
+		if err != nil {
+			continue // not listening yet
+		}
+		tr.receive(int(p - seenPolled))
+		tr.ack(int(a - seenAccepted))
+		seenPolled, seenAccepted = max(seenPolled, p), max(seenAccepted, a)
+	}
+}
+
+// scrapeProgress reads the sums of sharerelay_records_polled_total and of
+// sharerelay_acks_total{type="accept"} from a relay's metrics endpoint.
+func scrapeProgress(ctx context.Context, hc *http.Client, url string) (polled, accepted int64, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	accept := `type="` + metrics.AckAccept + `"`
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		var sum *int64
+		switch {
+		case strings.HasPrefix(line, "sharerelay_records_polled_total{"):
+			sum = &polled
+		case strings.HasPrefix(line, "sharerelay_acks_total{") && strings.Contains(line, accept):
+			sum = &accepted
+		default:
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: %q: %w", url, line, err)
+		}
+		*sum += int64(v)
+	}
+	return polled, accepted, sc.Err()
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/sharerelay/sharerelay/config"
+)
+
+func lat(c string, p50, p99 float64) latencyResult {
+	return latencyResult{Contender: c, Records: 100, P50: p50, P90: p99 / 2, P99: p99, Max: p99 * 2}
+}
+
+// The latency goal is on the median of the per-round ratios, each round's
+// run against the baseline's beside it, and it is a bound from above.
+func TestLatencyGoalIsTheMedianOfPairedRoundsAndABoundFromAbove(t *testing.T) {
+	rounds := []latencyRound{
+		{Round: 1, Now: []latencyResult{lat("relay-alo", 5, 30)}, Baseline: []latencyResult{lat("relay-alo", 4, 10)}},   // 3.0
+		{Round: 2, Now: []latencyResult{lat("relay-alo", 5, 12)}, Baseline: []latencyResult{lat("relay-alo", 4, 10)}},   // 1.2
+		{Round: 3, Now: []latencyResult{lat("relay-alo", 5, 100)}, Baseline: []latencyResult{lat("relay-alo", 4, 200)}}, // 0.5
+	}
+	if got := pairedP99(rounds, "relay-alo"); got != 1.2 {
+		t.Fatalf("paired p99 ratio = %v, want 1.2 (the median of 3.0, 1.2 and 0.5)", got)
+	}
+	now := latencyMedians(rounds, func(r latencyRound) []latencyResult { return r.Now })
+	if len(now) != 1 || now[0].P99 != 30 || now[0].Records != 300 {
+		t.Fatalf("medians = %+v, want p99 30 over 300 records", now)
+	}
+	res := results{LatencyRounds: rounds, Latency: now,
+		LatencyBaseline: latencyMedians(rounds, func(r latencyRound) []latencyResult { return r.Baseline })}
+	g := findGoal(t, goals(res), "latency p99 relay-alo / baseline")
+	if !g.AtMost || !g.Met || g.Value != 1.2 {
+		t.Fatalf("goal = %+v, want met at 1.2 <= 2", g)
+	}
+	rounds[1].Now[0].P99 = 25 // 2.5: now the median
+	res.Latency = latencyMedians(rounds, func(r latencyRound) []latencyResult { return r.Now })
+	if g := findGoal(t, goals(res), "latency p99 relay-alo / baseline"); g.Met {
+		t.Fatalf("goal = %+v, want missed at 2.5 > 2", g)
+	}
+	if got := pairedP99(rounds, "relay-eos"); got != 0 {
+		t.Fatalf("paired p99 of a contender without runs = %v, want 0", got)
+	}
+}
+
+func TestRelayProcessRSSGoal(t *testing.T) {
+	res := results{Throughput: []sizeResult{{Size: 1024, Process: []contenderResult{
+		{Name: "relay-alo-bin", PeakRSSMB: 149.9}, {Name: "relay-eos-bin", PeakRSSMB: 150.1}}}}}
+	gs := goals(res)
+	if g := findGoal(t, gs, "1024 B relay-alo-bin peak RSS MB"); !g.Met || !g.AtMost {
+		t.Errorf("149.9 MB: %+v, want met", g)
+	}
+	if g := findGoal(t, gs, "1024 B relay-eos-bin peak RSS MB"); g.Met {
+		t.Errorf("150.1 MB: %+v, want missed", g)
+	}
+}
+
+func findGoal(t *testing.T, gs []goal, what string) goal {
+	t.Helper()
+	for _, g := range gs {
+		if g.What == what {
+			return g
+		}
+	}
+	t.Fatalf("no goal %q in %+v", what, gs)
+	return goal{}
+}
+
+// The relay process's progress is read from its own /metrics: records
+// polled over every worker, and only the accepted acknowledgements.
+func TestScrapeProgressSumsWorkersAndOnlyAcceptedAcks(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `# HELP sharerelay_records_polled_total x
+sharerelay_records_polled_total{pipeline="p",worker="0"} 1500
+sharerelay_records_polled_total{pipeline="p",worker="1"} 2.5e+03
+sharerelay_acks_total{pipeline="p",type="accept",worker="0"} 1000
+sharerelay_acks_total{pipeline="p",type="release",worker="0"} 300
+sharerelay_acks_total{pipeline="p",type="accept",worker="1"} 2000
+sharerelay_records_polled_totally_other 99
+`)
+	}))
+	defer srv.Close()
+	polled, accepted, err := scrapeProgress(context.Background(), srv.Client(), srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if polled != 4000 || accepted != 3000 {
+		t.Fatalf("polled %d accepted %d, want 4000 and 3000", polled, accepted)
+	}
+}
+
+// -relay-client and -relay-compression become one client: section of
+// the pipeline file, which the relay's own parser accepts.
+func TestRelayClientSettingsReachThePipelineFile(t *testing.T) {
+	opts, err := parseFlags([]string{"-relay-client", "consumer.fetch_max_bytes=4194304", "-relay-compression", "lz4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bench{opts: opts, br: &broker{seeds: []string{"127.0.0.1:9092"}}}
+	tr := trial{c: relayEOS, name: "p", source: "s", output: "o", dlq: "d", workers: 2}
+	y := b.pipelineYAMLOf(tr)
+	if !strings.Contains(y, "client:\n  consumer:\n    fetch_max_bytes: 4194304\n  producer:\n    compression: lz4\n") {
+		t.Fatalf("pipeline file:\n%s", y)
+	}
+	p, err := config.Parse("p.yaml", []byte(y), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Client.Consumer.FetchMaxBytes != 4194304 || p.Client.Producer.Compression != "lz4" {
+		t.Fatalf("parsed client settings %+v", p.Client)
+	}
+	if _, err := parseFlags([]string{"-relay-client", "fetch_max_bytes=1"}); err == nil {
+		t.Fatal("-relay-client without a section: no error")
+	}
+}
