@@ -93,23 +93,10 @@ func (b *bench) runRelayProcess(ctx context.Context, t trial, tr *tracker) (peak
 // accepted, read from its /metrics every 20 ms, into tr until ctx ends.
 func followEndpoint(ctx context.Context, url string, tr *tracker) {
 	hc := &http.Client{Timeout: time.Second}
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	var seenPolled, seenAccepted int64
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	follow(ctx, 20*time.Millisecond, tr, func() (int64, int64, bool) {
 		p, a, err := scrapeProgress(ctx, hc, url)
-		if err != nil {
-			continue // not listening yet
-		}
-		tr.receive(int(p - seenPolled))
-		tr.ack(int(a - seenAccepted))
-		seenPolled, seenAccepted = max(seenPolled, p), max(seenAccepted, a)
-	}
+		return p, a, err == nil // not listening yet
+	})
 }
 
 // scrapeProgress reads the sums of sharerelay_records_polled_total and of

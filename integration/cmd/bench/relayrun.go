@@ -126,7 +126,16 @@ func followMetrics(ctx context.Context, m *metrics.Metrics, workers int, tr *tra
 		polled = append(polled, m.RecordsPolled.WithLabelValues(w))
 		accepted = append(accepted, m.Acks.WithLabelValues(w, metrics.AckAccept))
 	}
-	tick := time.NewTicker(time.Millisecond)
+	follow(ctx, time.Millisecond, tr, func() (int64, int64, bool) {
+		return sumCounters(polled), sumCounters(accepted), true
+	})
+}
+
+// follow reads the relay's totals of records polled and records accepted
+// every interval, and feeds what they grew by into tr, until ctx ends. A
+// read that fails (ok false) is skipped.
+func follow(ctx context.Context, every time.Duration, tr *tracker, read func() (polled, accepted int64, ok bool)) {
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	var seenPolled, seenAccepted int64
 	for {
@@ -135,10 +144,13 @@ func followMetrics(ctx context.Context, m *metrics.Metrics, workers int, tr *tra
 			return
 		case <-tick.C:
 		}
-		p, a := sumCounters(polled), sumCounters(accepted)
+		p, a, ok := read()
+		if !ok {
+			continue
+		}
 		tr.receive(int(p - seenPolled))
 		tr.ack(int(a - seenAccepted))
-		seenPolled, seenAccepted = p, a
+		seenPolled, seenAccepted = max(seenPolled, p), max(seenAccepted, a)
 	}
 }
 
