@@ -156,6 +156,17 @@ func (b *batch) unresolved() int {
 	return n
 }
 
+// dropPayloads lets go of the keys, values and headers of b's records:
+// once a batch's outputs are written and only its acknowledgement is
+// left, nothing reads them, and the fetch responses they point into can
+// be collected while the commit is in flight (a record keeps its topic,
+// partition, offset and delivery count for the acknowledgement).
+func (b *batch) dropPayloads() {
+	for _, r := range b.recs {
+		r.Key, r.Value, r.Headers = nil, nil, nil
+	}
+}
+
 func (b *batch) add(p *poll) {
 	b.polls = append(b.polls, p)
 	b.recs = append(b.recs, p.recs...)

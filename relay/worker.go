@@ -399,8 +399,16 @@ func (w *worker) committed(b *batch, plans []plan, now []int) {
 // carries the goroutine's result until the worker next switches to it
 // (harvest); the lane's producer and Guard are the goroutine's alone
 // until then.
+//
+// The batch's records and outputs are written by then (produce waited for
+// every one), and what is left only counts and acknowledges them: their
+// payloads are dropped first, so that the records of two batches — the one
+// committing and the next one the other lane writes — do not hold their
+// fetch responses at once for the length of a commit.
 func (w *worker) commitInBackground(ctx context.Context, b *batch, plans []plan, now []int, finish func()) {
 	prod, guard := w.prod, w.guard
+	b.dropPayloads()
+	dropPayloads(plans)
 	done := make(chan laneResult, 1)
 	w.committing = done
 	go func() {
@@ -417,6 +425,17 @@ func (w *worker) commitInBackground(ctx context.Context, b *batch, plans []plan,
 		finish()
 		done <- res
 	}()
+}
+
+// dropPayloads lets go of the keys, values and headers of the plans'
+// outputs, keeping how many there are and which are dead letters (see
+// commitInBackground).
+func dropPayloads(plans []plan) {
+	for _, p := range plans {
+		for _, o := range p.outs {
+			o.Key, o.Value, o.Headers = nil, nil, nil
+		}
+	}
 }
 
 // laneResult is how a lane's background commit ended.
