@@ -119,7 +119,7 @@ func seedBlob(t *testing.T, p *harness.Pipeline, i, size int) {
 	raw := make([]byte, size/2)
 	rand.Read(raw)
 	v := fmt.Appendf(nil, `{"order_id":%d,"blob":"%s"}`, i, hex.EncodeToString(raw))
-	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Seeds...), kgo.ProducerBatchMaxBytes(2<<20))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Seeds...), kgo.ProducerBatchMaxBytes(4<<20))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,8 +162,9 @@ func deadLetterHeaders(t *testing.T, p *harness.Pipeline) []map[string]string {
 // A record too large for the output topic is dead-lettered at once (kind
 // write, MESSAGE_TOO_LARGE) and spends no delivery; a dead letter too large
 // for its own topic is written without the source value; a source record
-// larger than franz-go's default batch limit (1,000,012 bytes) but within
-// the topics' max.message.bytes is relayed.
+// larger than franz-go's default batch limit (1,000,012 bytes), or than
+// client.consumer.fetch_max_bytes, but within the topics'
+// max.message.bytes is relayed.
 func TestRealBrokerRecordsTooLarge(t *testing.T) {
 	seeds := seedsFor(t)
 	t.Run("too large for the output topic", func(t *testing.T) {
@@ -206,6 +207,46 @@ func TestRealBrokerRecordsTooLarge(t *testing.T) {
 		o := settled(t, p, 11, 2*time.Minute)
 		exactlyOnce(t, o, 11, 0)
 	})
+	// client.consumer.fetch_max_bytes bounds a poll in bytes; a batch
+	// larger than it must still be fetched (the broker returns at least
+	// one), or the record would sit unread and every record behind it.
+	t.Run("larger than fetch_max_bytes", func(t *testing.T) {
+		p := newPipe(t, seeds, harness.PipelineOptions{Workers: 1, FetchMaxBytes: 64 << 10})
+		alterTopic(t, seeds, p.Source, "max.message.bytes", "4000000")
+		alterTopic(t, seeds, p.Output, "max.message.bytes", "4000000")
+		seedOrders(t, p, 1, 10)
+		seedBlob(t, p, 11, 2_500_000)
+		seedOrders(t, p, 12, 20)
+		startRelay(t, p, "r")
+		o := settled(t, p, 20, 2*time.Minute)
+		exactlyOnce(t, o, 20, 0)
+		if n := largestOutput(t, p); n < 2_500_000 {
+			t.Fatalf("largest output value %d bytes; want the 2.5 MB record whole", n)
+		}
+	})
+}
+
+// largestOutput returns the size of p's largest committed output value.
+func largestOutput(t *testing.T, p *harness.Pipeline) int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Seeds...), kgo.ConsumeTopics(p.Output),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxBytes(8<<20), kgo.FetchMaxPartitionBytes(8<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	most := 0
+	for ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) { most = max(most, len(r.Value)) })
+		if len(fs.Records()) == 0 && most > 0 {
+			break
+		}
+	}
+	return most
 }
 
 // A source topic deleted while the relay runs makes it not ready, saying

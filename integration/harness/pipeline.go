@@ -86,6 +86,9 @@ type PipelineOptions struct {
 	// LeaveGroupConfig sets source.manage_group_config: false (the
 	// relay then sets none of the group's configs). Default false.
 	LeaveGroupConfig bool
+	// FetchMaxBytes is client.consumer.fetch_max_bytes (default: the
+	// relay's).
+	FetchMaxBytes int
 	// Security is YAML appended to the file as is: its tls and sasl
 	// sections, for a relay on a secured listener (Brokers) while the
 	// harness's own clients keep using Seeds. Default none.
@@ -203,6 +206,10 @@ func (p *Pipeline) yaml(o PipelineOptions) []byte {
 	if o.Consumers != 0 {
 		batch += fmt.Sprintf("\n  consumers: %d", o.Consumers)
 	}
+	client := ""
+	if o.FetchMaxBytes != 0 {
+		client = fmt.Sprintf("client:\n  consumer:\n    fetch_max_bytes: %d\n", o.FetchMaxBytes)
+	}
 	return fmt.Appendf(nil, `name: %s
 brokers: [%s]
 delivery: %s
@@ -226,6 +233,6 @@ batch:
 transforms: %s
 metrics:
   listen: %q
-%s`, p.Name, strings.Join(brokers, ", "), o.Delivery, o.Workers, p.Source, p.Group, !o.LeaveGroupConfig, gc.String(),
-		p.Output, o.TxnTimeout, p.DeadLetter, o.MaxAttempts, o.DeadLetterAck, o.MaxRecords, batch, o.PollTimeout, o.RenewLocks, o.Transforms, o.MetricsListen, o.Security)
+%s%s`, p.Name, strings.Join(brokers, ", "), o.Delivery, o.Workers, p.Source, p.Group, !o.LeaveGroupConfig, gc.String(),
+		p.Output, o.TxnTimeout, p.DeadLetter, o.MaxAttempts, o.DeadLetterAck, o.MaxRecords, batch, o.PollTimeout, o.RenewLocks, o.Transforms, o.MetricsListen, client, o.Security)
 }
