@@ -46,7 +46,7 @@ func ptr[T any](v T) *T { return &v }
 var defaultClient = config.Client{
 	RequestTimeout: 10 * time.Second,
 	Producer:       config.ProducerTuning{Compression: "snappy"},
-	Consumer:       config.ConsumerTuning{FetchMaxBytes: 50 << 20, FetchMaxWait: 500 * time.Millisecond},
+	Consumer:       config.ConsumerTuning{FetchMaxBytes: 2 << 20, FetchMaxWait: 500 * time.Millisecond},
 }
 
 // goodFiles holds what each testdata/*.good.yml decodes to.

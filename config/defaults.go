@@ -28,8 +28,15 @@ const (
 	// Client tuning; see Client.
 	DefaultRequestTimeout = 10 * time.Second
 	DefaultCompression    = "snappy"
-	DefaultFetchMaxBytes  = 50 << 20
-	DefaultFetchMaxWait   = 500 * time.Millisecond
+	// DefaultFetchMaxBytes bounds the bytes one fetch brings, so that what
+	// a worker's polls hold (and the fetch bodies they pin) is bounded in
+	// bytes as well as in records: about what batch.max_records of 1 KiB
+	// take. It does not slow records of 200 B (1 MiB did: 0.8× in make
+	// bench), and took the relay's peak RSS at 1 KiB from about 160 to
+	// 125 MB. A larger record still comes: the broker returns at least one
+	// batch.
+	DefaultFetchMaxBytes = 2 << 20
+	DefaultFetchMaxWait  = 500 * time.Millisecond
 )
 
 // SetDefaults fills in every unset (zero) field that has a default:
@@ -52,7 +59,7 @@ const (
 //	ledger.topic                     <name>.ledger
 //	client.request_timeout           10s
 //	client.producer.compression      snappy
-//	client.consumer.fetch_max_bytes  52428800 (50 MiB)
+//	client.consumer.fetch_max_bytes  2097152 (2 MiB)
 //	client.consumer.fetch_max_wait   500ms
 //
 // Load and Parse call it for the fields a file leaves out; a field written

@@ -115,7 +115,9 @@ type ProducerTuning struct {
 // ConsumerTuning tunes the fetches (share consumers, the ledger reader).
 type ConsumerTuning struct {
 	// FetchMaxBytes is the most a broker returns for one fetch (default
-	// 50 MiB, at most 100 MiB).
+	// 2 MiB, at most 100 MiB; the broker returns at least one batch even
+	// when it is larger). It bounds what a share consumer's poll holds
+	// in bytes, as batch.max_records bounds it in records.
 	FetchMaxBytes int `yaml:"fetch_max_bytes" json:"fetch_max_bytes"`
 	// FetchMaxWait is how long a broker holds a fetch waiting for records
 	// (default 500ms). The claim ledger's reader keeps its own 200ms.
