@@ -32,8 +32,8 @@ const (
 	// a worker's polls hold (and the fetch bodies they pin) is bounded in
 	// bytes as well as in records: about what batch.max_records of 1 KiB
 	// take. It does not slow records of 200 B (1 MiB did: 0.8× in make
-	// bench), and took the relay's peak RSS at 1 KiB from about 160 to
-	// 125 MB. A larger record still comes: the broker returns at least one
+	// bench), and took the relay's peak RSS at 1 KiB from 150-159 to
+	// 122-126 MB. A larger record still comes: the broker returns at least one
 	// batch.
 	DefaultFetchMaxBytes = 2 << 20
 	DefaultFetchMaxWait  = 500 * time.Millisecond
