@@ -116,3 +116,13 @@ func TestRelayClientSettingsReachThePipelineFile(t *testing.T) {
 		t.Fatal("-relay-client without a section: no error")
 	}
 }
+
+func TestCPUTicksCountIdleAndIOWaitOfTheMachine(t *testing.T) {
+	idle, all := cpuTicks("cpu  100 5 50 800 20 3 2 0 40 0")
+	if idle != 820 || all != 980 {
+		t.Fatalf("cpuTicks = idle %d of %d, want 820 of 980 (guest is in user already)", idle, all)
+	}
+	if idle, all := cpuTicks("intr 1 2 3"); idle != 0 || all != 0 {
+		t.Fatalf("cpuTicks of another line = %d, %d; want zeros", idle, all)
+	}
+}

@@ -25,6 +25,8 @@ import (
 type durStats struct {
 	n        int
 	sum, max time.Duration
+	// read is the bytes the responses brought (requests only).
+	read int64
 }
 
 func (d *durStats) add(x time.Duration) {
@@ -59,6 +61,11 @@ type traceCollector struct {
 	records                 int // of the run, for the CPU per record
 	brokerPid               int
 	brokerCPU0, selfCPU0    time.Duration
+	// idle0/all0 and idle/all are the machine's idle and total CPU
+	// ticks (/proc/stat) at the start and during the run: a machine
+	// without idle time is CPU-bound, and the contenders' rates are
+	// then the inverse of their CPU per record.
+	idle0, all0, idle, all int64
 	// threads0 and threads are the broker's CPU by thread group at the
 	// start, and used during the run.
 	threads0, threads map[string]time.Duration
@@ -76,6 +83,7 @@ func (tc *traceCollector) startCPU(brokerPid int) {
 	}
 	tc.brokerPid = brokerPid
 	tc.brokerCPU0, tc.selfCPU0, tc.threads0 = procCPU(brokerPid), selfCPU(), threadCPU(brokerPid)
+	tc.idle0, tc.all0 = machineCPU()
 }
 
 func (tc *traceCollector) stopCPU() {
@@ -88,6 +96,39 @@ func (tc *traceCollector) stopCPU() {
 		tc.threads[name] -= d
 	}
 	tc.jit = jitOf(tc.threads)
+	idle, all := machineCPU()
+	tc.idle, tc.all = idle-tc.idle0, all-tc.all0
+}
+
+// machineCPU returns the machine's idle (idle and iowait) and total CPU
+// ticks from the first line of /proc/stat (Linux), or zeros.
+func machineCPU() (idle, all int64) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	return cpuTicks(line)
+}
+
+// cpuTicks parses /proc/stat's "cpu" line: user nice system idle iowait
+// irq softirq steal guest guest_nice.
+func cpuTicks(line string) (idle, all int64) {
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0, 0
+	}
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if i >= 8 { // guest and guest_nice are counted in user already
+			break
+		}
+		all += n
+		if i == 3 || i == 4 {
+			idle += n
+		}
+	}
+	return idle, all
 }
 
 // procCPU returns the user+system CPU time of process pid, or of its
@@ -193,6 +234,7 @@ func (tc *traceCollector) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.B
 		tc.requests[key] = d
 	}
 	d.add(e2e.DurationE2E())
+	d.read += int64(e2e.BytesRead)
 }
 
 func (tc *traceCollector) record(d *durStats, x time.Duration) {
@@ -244,6 +286,9 @@ func (tc *traceCollector) print(name string) {
 			fmt.Fprintf(os.Stderr, "; per record: broker %.2fµs without the JIT, bench process %.2fµs, together %.2fµs",
 				perRec(tc.brokerCPU-tc.jit), perRec(tc.selfCPU), perRec(tc.brokerCPU-tc.jit+tc.selfCPU))
 		}
+		if tc.all > 0 {
+			fmt.Fprintf(os.Stderr, "; machine idle %.0f%%", 100*float64(tc.idle)/float64(tc.all))
+		}
 		fmt.Fprintln(os.Stderr)
 		if len(tc.threads) > 0 {
 			names := slices.SortedFunc(maps.Keys(tc.threads), func(a, b string) int { return cmp.Compare(tc.threads[b], tc.threads[a]) })
@@ -264,8 +309,12 @@ func (tc *traceCollector) print(name string) {
 	var parts []string
 	for _, k := range keys {
 		d := tc.requests[k]
-		parts = append(parts, fmt.Sprintf("%s n=%d mean=%s max=%s", kmsg.NameForKey(k), d.n,
-			d.mean().Round(10*time.Microsecond), d.max.Round(10*time.Microsecond)))
+		part := fmt.Sprintf("%s n=%d mean=%s max=%s", kmsg.NameForKey(k), d.n,
+			d.mean().Round(10*time.Microsecond), d.max.Round(10*time.Microsecond))
+		if d.read >= 1<<20 {
+			part += fmt.Sprintf(" read=%.1fMB", float64(d.read)/1e6)
+		}
+		parts = append(parts, part)
 	}
 	if len(parts) > 0 {
 		fmt.Fprintf(os.Stderr, "    trace %s requests: %s\n", name, strings.Join(parts, "; "))
