@@ -65,7 +65,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, Linger: 20 * time.Millisecond, TransformConcurrency: 1},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1},
 		Ledger:     config.Ledger{Topic: "orders-to-jobs.ledger"},
 		Client:     defaultClient,
 	},
@@ -120,7 +120,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 20 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, Linger: 20 * time.Millisecond, TransformConcurrency: 1},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1},
 		Transforms: []transform.Spec{
 			{Type: "set", Field: "template", Value: "${NOT_A_VARIABLE} costs $5"},
 			{Type: "header", Header: "x-env", Value: 8},
@@ -142,7 +142,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, Linger: 20 * time.Millisecond, TransformConcurrency: 1},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1},
 		Transforms: []transform.Spec{
 			{Type: "filter", When: &transform.Condition{Expr: `headers["x-test"] == "true"`}},
 			{Type: "set", Field: "total_cents", Expr: "int(value.total * 100.0)",
@@ -174,7 +174,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, Linger: 20 * time.Millisecond, TransformConcurrency: 1},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1},
 		Transforms: []transform.Spec{
 			{Type: "fail", Kind: "retry", Reason: "printer jam", When: &transform.Condition{Field: "order_id", Modulo: 7}},
 			{Type: "fail", Kind: "retry", Reason: "paper out", When: &transform.Condition{Field: "order_id", Modulo: 7, Remainder: 1}},
@@ -201,7 +201,7 @@ func secured(name, broker string, tls config.TLS, sasl config.SASL, warnings ...
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, Linger: 20 * time.Millisecond, TransformConcurrency: 1},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1},
 		Ledger:     config.Ledger{Topic: name + ".ledger"},
 		TLS:        tls,
 		SASL:       sasl,
@@ -389,7 +389,7 @@ func bookNest(brokers []string, metrics string) *config.Pipeline {
 		},
 		Output:     config.Output{Topic: "booknest.packing-jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "booknest.packing-jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 50, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, Linger: 20 * time.Millisecond, TransformConcurrency: 1},
+		Batch:      config.Batch{MaxRecords: 50, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1},
 		Transforms: []transform.Spec{
 			{Type: "fail", Name: "bad-address", Kind: "permanent", Reason: "bad address",
 				When: &transform.Condition{Field: "order_id", Modulo: 500}},
@@ -516,15 +516,17 @@ func TestSetDefaultsFillsOnlyUnsetFields(t *testing.T) {
 	}
 }
 
-// batch.linger gathers polls so that a transaction's fixed cost is shared;
-// at-least-once has no transaction, so it writes what is ready unless the
-// file asks for a linger.
-func TestLingerDefaultsToNoneWithoutTransactions(t *testing.T) {
+// batch.linger defaults to none in both modes (a linger made exactly-once
+// slower on the bench); a linger the file asks for is kept.
+func TestLingerDefaultsToNoneInBothModes(t *testing.T) {
+	if config.DefaultLinger != 0 {
+		t.Fatalf("DefaultLinger = %s, want 0", config.DefaultLinger)
+	}
 	for _, c := range []struct {
 		delivery  string
 		set, want time.Duration
 	}{
-		{config.ExactlyOnce, 0, config.DefaultLinger},
+		{config.ExactlyOnce, 0, 0},
 		{config.AtLeastOnce, 0, 0},
 		{config.AtLeastOnce, 5 * time.Millisecond, 5 * time.Millisecond},
 		{config.ExactlyOnce, 5 * time.Millisecond, 5 * time.Millisecond},

@@ -166,13 +166,13 @@ type Batch struct {
 	Consumers int `yaml:"consumers" json:"consumers"`
 	// Linger is how long a worker whose ready polls hold fewer than half
 	// of what a batch takes (the polls of half the consumers) waits for
-	// the polls of its other consumers before writing them (0 to 1s; 0
-	// writes what is ready at once). A share group hands out records in
-	// pieces when its record locks run short, and each piece written
-	// alone costs a whole transaction; a trickle of records is delayed by
-	// at most Linger. Default 20ms with exactly-once and 0 with
-	// at-least-once, which has no transaction whose cost a larger batch
-	// would share.
+	// the polls of its other consumers before writing them (0 to 1s; 0,
+	// the default, writes what is ready at once). A share group hands
+	// out records in pieces when its record locks run short, and a
+	// linger merges them into fewer transactions; a trickle of records
+	// is delayed by at most Linger. Exactly-once lingered 20ms by
+	// default until 2026-12-04: the records it held while waiting cost
+	// more than the transactions it saved (see DefaultLinger).
 	Linger time.Duration `yaml:"linger" json:"linger"`
 	// TransformConcurrency is how many records of a batch a worker
 	// transforms at once (default 1, at most 256): for slow, I/O-bound
