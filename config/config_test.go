@@ -519,9 +519,6 @@ func TestSetDefaultsFillsOnlyUnsetFields(t *testing.T) {
 // batch.linger defaults to none in both modes (a linger made exactly-once
 // slower on the bench); a linger the file asks for is kept.
 func TestLingerDefaultsToNoneInBothModes(t *testing.T) {
-	if config.DefaultLinger != 0 {
-		t.Fatalf("DefaultLinger = %s, want 0", config.DefaultLinger)
-	}
 	for _, c := range []struct {
 		delivery  string
 		set, want time.Duration

@@ -20,7 +20,7 @@ const (
 	// linger of 20ms with exactly-once (the default until 2026-12-04)
 	// gave fewer, larger transactions but slower exactly-once: on the
 	// bench's CPU-bound machine it used 7.4–7.7 µs of CPU a record
-	// against 6.8–7.0 without, at 0.92–0.95× the throughput (make bench
+	// against 6.8–7.0 without, at 0.90–0.95× the throughput (make bench
 	// runs of 1,000,000 records of 200 B; see the README's linger).
 	DefaultLinger               time.Duration = 0
 	DefaultTransformConcurrency               = 1

@@ -118,11 +118,9 @@ func cpuTicks(line string) (idle, all int64) {
 	if len(f) < 6 || f[0] != "cpu" {
 		return 0, 0
 	}
-	for i, v := range f[1:] {
+	// guest and guest_nice (fields 9 and 10) are counted in user already.
+	for i, v := range f[1:min(len(f), 9)] {
 		n, _ := strconv.ParseInt(v, 10, 64)
-		if i >= 8 { // guest and guest_nice are counted in user already
-			break
-		}
 		all += n
 		if i == 3 || i == 4 {
 			idle += n
