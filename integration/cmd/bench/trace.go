@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/metrics"
 )
@@ -25,8 +26,10 @@ import (
 type durStats struct {
 	n        int
 	sum, max time.Duration
-	// read is the bytes the responses brought (requests only).
-	read int64
+	// read and wrote are the bytes the responses brought and the
+	// requests carried, and errs the requests that failed (requests only).
+	read, wrote int64
+	errs        int
 }
 
 func (d *durStats) add(x time.Duration) {
@@ -69,10 +72,21 @@ type traceCollector struct {
 	// threads0 and threads are the broker's CPU by thread group at the
 	// start, and used during the run.
 	threads0, threads map[string]time.Duration
+	// produced sums the record batches written, by topic kind ("ledger"
+	// for the claim ledger, "data" for the rest): how many, their records, and
+	// their bytes before and after compression.
+	produced map[string]*batchStats
+}
+
+// batchStats sums produced record batches (kgo.ProduceBatchMetrics).
+type batchStats struct {
+	batches, records         int
+	uncompressed, compressed int64
 }
 
 func newTraceCollector(enabled bool, records int) *traceCollector {
-	return &traceCollector{enabled: enabled, records: records, requests: make(map[int16]*durStats)}
+	return &traceCollector{enabled: enabled, records: records, requests: make(map[int16]*durStats),
+		produced: make(map[string]*batchStats)}
 }
 
 // startCPU notes the CPU times of the broker process brokerPid (0: not
@@ -221,9 +235,6 @@ func (tc *traceCollector) hooks() kgo.Opt {
 
 // OnBrokerE2E implements kgo.HookBrokerE2E.
 func (tc *traceCollector) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
-	if e2e.Err() != nil {
-		return
-	}
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	d := tc.requests[key]
@@ -231,8 +242,32 @@ func (tc *traceCollector) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.B
 		d = &durStats{}
 		tc.requests[key] = d
 	}
+	d.wrote += int64(e2e.BytesWritten)
+	if e2e.Err() != nil {
+		d.errs++
+		return
+	}
 	d.add(e2e.DurationE2E())
 	d.read += int64(e2e.BytesRead)
+}
+
+// OnProduceBatchWritten implements kgo.HookProduceBatchWritten.
+func (tc *traceCollector) OnProduceBatchWritten(_ kgo.BrokerMetadata, topic string, _ int32, m kgo.ProduceBatchMetrics) {
+	kind := "data"
+	if strings.HasSuffix(topic, config.DefaultLedgerSuffix) {
+		kind = "ledger"
+	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	s := tc.produced[kind]
+	if s == nil {
+		s = &batchStats{}
+		tc.produced[kind] = s
+	}
+	s.batches++
+	s.records += m.NumRecords
+	s.uncompressed += int64(m.UncompressedBytes)
+	s.compressed += int64(m.CompressedBytes)
 }
 
 func (tc *traceCollector) record(d *durStats, x time.Duration) {
@@ -312,7 +347,19 @@ func (tc *traceCollector) print(name string) {
 		if d.read >= 1<<20 {
 			part += fmt.Sprintf(" read=%.1fMB", float64(d.read)/1e6)
 		}
+		if d.wrote >= 1<<20 {
+			part += fmt.Sprintf(" wrote=%.1fMB", float64(d.wrote)/1e6)
+		}
+		if d.errs > 0 {
+			part += fmt.Sprintf(" failed=%d", d.errs)
+		}
 		parts = append(parts, part)
+	}
+	for _, kind := range slices.Sorted(maps.Keys(tc.produced)) {
+		s := tc.produced[kind]
+		fmt.Fprintf(os.Stderr, "    trace %s produced %s: %d batches, %d records (%.0f a batch), %.1fMB, %.1fMB compressed\n",
+			name, kind, s.batches, s.records, float64(s.records)/float64(max(s.batches, 1)),
+			float64(s.uncompressed)/1e6, float64(s.compressed)/1e6)
 	}
 	if len(parts) > 0 {
 		fmt.Fprintf(os.Stderr, "    trace %s requests: %s\n", name, strings.Join(parts, "; "))
