@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +66,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
 		Ledger:     config.Ledger{Topic: "orders-to-jobs.ledger"},
 		Client:     defaultClient,
 	},
@@ -120,7 +121,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 20 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
 		Transforms: []transform.Spec{
 			{Type: "set", Field: "template", Value: "${NOT_A_VARIABLE} costs $5"},
 			{Type: "header", Header: "x-env", Value: 8},
@@ -142,7 +143,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
 		Transforms: []transform.Spec{
 			{Type: "filter", When: &transform.Condition{Expr: `headers["x-test"] == "true"`}},
 			{Type: "set", Field: "total_cents", Expr: "int(value.total * 100.0)",
@@ -174,7 +175,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
 		Transforms: []transform.Spec{
 			{Type: "fail", Kind: "retry", Reason: "printer jam", When: &transform.Condition{Field: "order_id", Modulo: 7}},
 			{Type: "fail", Kind: "retry", Reason: "paper out", When: &transform.Condition{Field: "order_id", Modulo: 7, Remainder: 1}},
@@ -201,7 +202,7 @@ func secured(name, broker string, tls config.TLS, sasl config.SASL, warnings ...
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
 		Ledger:     config.Ledger{Topic: name + ".ledger"},
 		TLS:        tls,
 		SASL:       sasl,
@@ -389,7 +390,7 @@ func bookNest(brokers []string, metrics string) *config.Pipeline {
 		},
 		Output:     config.Output{Topic: "booknest.packing-jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "booknest.packing-jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 50, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1},
+		Batch:      config.Batch{MaxRecords: 50, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
 		Transforms: []transform.Spec{
 			{Type: "fail", Name: "bad-address", Kind: "permanent", Reason: "bad address",
 				When: &transform.Condition{Field: "order_id", Modulo: 500}},
@@ -534,6 +535,47 @@ func TestLingerDefaultsToNoneInBothModes(t *testing.T) {
 			t.Errorf("%s with batch.linger %s: %s after SetDefaults, want %s", c.delivery, c.set, p.Batch.Linger, c.want)
 		}
 	}
+}
+
+// batch.background_commit defaults to true under exactly-once, stays unset
+// under at-least-once, and is refused there when set true (there is no
+// commit to overlap).
+func TestBackgroundCommitDefaultsOnForExactlyOnceOnly(t *testing.T) {
+	const base = "name: p\nbrokers: [b:1]\nsource: {topics: [a]}\noutput: {topic: b}\ndead_letter: {topic: c}\n"
+	for _, c := range []struct {
+		yaml    string
+		want    *bool
+		wantErr string
+	}{
+		{"", ptr(true), ""},
+		{"delivery: exactly-once\nbatch: {background_commit: false}\n", ptr(false), ""},
+		{"delivery: at-least-once\n", nil, ""},
+		{"delivery: at-least-once\nbatch: {background_commit: false}\n", ptr(false), ""},
+		{"delivery: at-least-once\nbatch: {background_commit: true}\n", nil,
+			"p.yml:7:28: batch.background_commit: needs delivery exactly-once: at-least-once writes without transactions, so there is no commit to overlap"},
+	} {
+		p, err := config.Parse("p.yml", []byte(base+c.yaml), nil)
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%q: err %v, want %q", c.yaml, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", c.yaml, err)
+			continue
+		}
+		if got := p.Batch.BackgroundCommit; (got == nil) != (c.want == nil) || (got != nil && *got != *c.want) {
+			t.Errorf("%q: batch.background_commit %v, want %v", c.yaml, deref(got), deref(c.want))
+		}
+	}
+}
+
+func deref(b *bool) string {
+	if b == nil {
+		return "unset"
+	}
+	return strconv.FormatBool(*b)
 }
 
 func TestValidateReportsEveryProblemOfAPipelineBuiltInGo(t *testing.T) {

@@ -56,9 +56,10 @@ const (
 //	batch.acquire_mode               record_limit
 //	batch.poll_timeout               1s
 //	batch.consumers                  4
-//	batch.linger                     20ms
+//	batch.linger                     0 (none)
 //	batch.transform_concurrency      1
 //	batch.renew_locks                true
+//	batch.background_commit          true (exactly-once; unset otherwise)
 //	ledger.topic                     <name>.ledger
 //	client.request_timeout           10s
 //	client.producer.compression      snappy
@@ -108,6 +109,10 @@ func (p *Pipeline) setDefaults(explicit func(path string) bool) {
 	if p.Batch.RenewLocks == nil {
 		renew := true
 		p.Batch.RenewLocks = &renew
+	}
+	if p.Batch.BackgroundCommit == nil && p.Delivery == ExactlyOnce {
+		overlap := true
+		p.Batch.BackgroundCommit = &overlap
 	}
 	if p.Name != "" {
 		str("ledger.topic", &p.Ledger.Topic, p.Name+DefaultLedgerSuffix)

@@ -179,6 +179,17 @@ type Batch struct {
 	// steps. Outputs keep the batch's order; records of a share group
 	// have no order to keep across batches anyway.
 	TransformConcurrency int `yaml:"transform_concurrency" json:"transform_concurrency"`
+	// BackgroundCommit (exactly-once only; default true) gives each
+	// worker a second transactional producer: the last transaction of a
+	// batch commits in the background while the worker writes the next
+	// batch with the other producer, and the batch is acknowledged when
+	// its commit ends. false commits each batch before the next is
+	// written: one producer (and transactional id) a worker, and less CPU
+	// a record in the relay; on a machine where the relay and the broker
+	// compete for the CPU that was as fast (see the README's "Batching
+	// and throughput"), and where a commit takes long (a remote
+	// coordinator) the overlap is what hides it.
+	BackgroundCommit *bool `yaml:"background_commit" json:"background_commit"`
 }
 
 // CEL configures the evaluation of the transforms' CEL expressions.

@@ -175,6 +175,9 @@ func (v *validator) validate() {
 	if b := p.Batch; b.TransformConcurrency < 1 || b.TransformConcurrency > MaxTransformConcurrency {
 		v.add("batch.transform_concurrency", "must be between 1 and %d, got %s", MaxTransformConcurrency, v.showAny("batch.transform_concurrency", b.TransformConcurrency))
 	}
+	if b := p.Batch.BackgroundCommit; b != nil && *b && p.Delivery == AtLeastOnce {
+		v.add("batch.background_commit", "needs delivery %s: at-least-once writes without transactions, so there is no commit to overlap", ExactlyOnce)
+	}
 	if p.Metrics.Listen != "" {
 		if msg := checkHostPort(p.Metrics.Listen, v.show("metrics.listen", p.Metrics.Listen), false); msg != "" {
 			v.add("metrics.listen", "%s", msg)

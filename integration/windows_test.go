@@ -23,9 +23,23 @@ type mode struct {
 	// exact: the outcome must be exactly once; otherwise it must show a
 	// duplicate.
 	exact bool
+	// foreground: exactly-once with batch.background_commit false (one
+	// producer a worker, each batch committed before the next).
+	foreground bool
 }
 
-var modes = []mode{{"at-least-once", false}, {"exactly-once", true}}
+func (m mode) name() string {
+	if m.foreground {
+		return m.delivery + " foreground commit"
+	}
+	return m.delivery
+}
+
+var modes = []mode{{"at-least-once", false, false}, {"exactly-once", true, false}}
+
+// commitModes adds exactly-once without the background commit, for the
+// windows around the commit itself.
+var commitModes = append(modes[:len(modes):len(modes)], mode{"exactly-once", true, true})
 
 // judge checks the window's outcome for the mode.
 func judge(t *testing.T, m mode, o outcome, n, wantDLQ int) {
@@ -47,10 +61,10 @@ func fp(spec string) string { return failpoint.EnvVar + "=" + spec }
 // broker. The records come back and are written again at-least-once.
 func TestRealBrokerWindow1CrashAfterCommitBeforeAck(t *testing.T) {
 	seeds := seedsFor(t)
-	for _, m := range modes {
-		t.Run(m.delivery, func(t *testing.T) {
+	for _, m := range commitModes {
+		t.Run(m.name(), func(t *testing.T) {
 			const n = 300
-			p := newPipe(t, seeds, harness.PipelineOptions{Delivery: m.delivery, Workers: 1, MaxRecords: 20})
+			p := newPipe(t, seeds, harness.PipelineOptions{Delivery: m.delivery, ForegroundCommit: m.foreground, Workers: 1, MaxRecords: 20})
 			seedOrders(t, p, 1, n)
 			a := startRelay(t, p, "a", fp(failpoint.AfterCommitBeforeAck+"=kill@3"))
 			if code, err := a.Wait(2 * time.Minute); err != nil || code != 128+int(syscall.SIGKILL) {
@@ -67,10 +81,10 @@ func TestRealBrokerWindow1CrashAfterCommitBeforeAck(t *testing.T) {
 func TestRealBrokerWindow2LockExpiresDuringSlowTransform(t *testing.T) {
 	seeds := seedsFor(t)
 	for _, m := range modes {
-		t.Run(m.delivery, func(t *testing.T) {
+		t.Run(m.name(), func(t *testing.T) {
 			const n = 200
 			p := newPipe(t, seeds, harness.PipelineOptions{
-				Delivery: m.delivery, Workers: 2, MaxRecords: 20, RenewLocks: false,
+				Delivery: m.delivery, ForegroundCommit: m.foreground, Workers: 2, MaxRecords: 20, RenewLocks: false,
 				GroupConfigs: map[string]string{"share.record.lock.duration.ms": "2000"},
 				// Every 50th order is slow (3 s, past the 2 s lock) on
 				// its first delivery only.
@@ -88,11 +102,11 @@ func TestRealBrokerWindow2LockExpiresDuringSlowTransform(t *testing.T) {
 // stalled one then commits late.
 func TestRealBrokerWindow3StalledPastTheLockThenCommits(t *testing.T) {
 	seeds := seedsFor(t)
-	for _, m := range modes {
-		t.Run(m.delivery, func(t *testing.T) {
+	for _, m := range commitModes {
+		t.Run(m.name(), func(t *testing.T) {
 			const n = 300
 			p := newPipe(t, seeds, harness.PipelineOptions{
-				Delivery: m.delivery, Workers: 1, MaxRecords: 20, RenewLocks: false,
+				Delivery: m.delivery, ForegroundCommit: m.foreground, Workers: 1, MaxRecords: 20, RenewLocks: false,
 				GroupConfigs: map[string]string{"share.record.lock.duration.ms": "2000"},
 			})
 			seedOrders(t, p, 1, n)
@@ -121,10 +135,10 @@ func TestRealBrokerWindow3StalledPastTheTransactionTimeout(t *testing.T) {
 		if !m.exact {
 			continue // at-least-once writes no transaction to time out
 		}
-		t.Run(m.delivery, func(t *testing.T) {
+		t.Run(m.name(), func(t *testing.T) {
 			const n = 300
 			p := newPipe(t, seeds, harness.PipelineOptions{
-				Delivery: m.delivery, Workers: 1, MaxRecords: 20, TxnTimeout: 3 * time.Second,
+				Delivery: m.delivery, ForegroundCommit: m.foreground, Workers: 1, MaxRecords: 20, TxnTimeout: 3 * time.Second,
 			})
 			seedOrders(t, p, 1, n)
 			startRelay(t, p, "a", fp(failpoint.BeforeCommit+"=sleep(6s)@3"))
@@ -160,10 +174,10 @@ func TestRealBrokerWindow3ZombieSIGSTOP(t *testing.T) {
 func TestRealBrokerWindow4AmbiguousCommit(t *testing.T) {
 	seeds := seedsFor(t)
 	for _, m := range modes {
-		t.Run(m.delivery, func(t *testing.T) {
+		t.Run(m.name(), func(t *testing.T) {
 			const n = 300
 			addr := metricsAddr(t)
-			p := newPipe(t, seeds, harness.PipelineOptions{Delivery: m.delivery, Workers: 1, MaxRecords: 20, MetricsListen: addr})
+			p := newPipe(t, seeds, harness.PipelineOptions{Delivery: m.delivery, ForegroundCommit: m.foreground, Workers: 1, MaxRecords: 20, MetricsListen: addr})
 			seedOrders(t, p, 1, n)
 			startRelay(t, p, "a", fp(failpoint.EndTxnResponseLost+"=error@2"))
 			judge(t, m, settled(t, p, n, 2*time.Minute), n, 0)
@@ -191,9 +205,9 @@ func TestRealBrokerWindow4AmbiguousCommit(t *testing.T) {
 func TestRealBrokerWindow5BrokerRestartAfterCommit(t *testing.T) {
 	seeds := seedsFor(t)
 	for _, m := range modes {
-		t.Run(m.delivery, func(t *testing.T) {
+		t.Run(m.name(), func(t *testing.T) {
 			const n = 300
-			p := newPipe(t, seeds, harness.PipelineOptions{Delivery: m.delivery, Workers: 1, MaxRecords: 20})
+			p := newPipe(t, seeds, harness.PipelineOptions{Delivery: m.delivery, ForegroundCommit: m.foreground, Workers: 1, MaxRecords: 20})
 			seedOrders(t, p, 1, n)
 			a := startRelay(t, p, "a", fp(failpoint.AfterCommitBeforeAck+"=kill@3"))
 			if code, err := a.Wait(2 * time.Minute); err != nil || code != 128+int(syscall.SIGKILL) {

@@ -517,10 +517,11 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 	txnID := r.TransactionalID(i)
 
 	disrupt := &disruptions{}
-	// Exactly-once alternates two transactional producers (see
-	// worker.switchLane); at-least-once writes without transactions.
+	// Exactly-once with batch.background_commit alternates two
+	// transactional producers (see worker.switchLane); at-least-once
+	// writes without transactions.
 	lanes := []*lane{{}}
-	if r.p.Delivery == config.ExactlyOnce {
+	if r.p.Delivery == config.ExactlyOnce && (r.p.Batch.BackgroundCommit == nil || *r.p.Batch.BackgroundCommit) {
 		lanes = append(lanes, &lane{})
 	}
 	defer func() {

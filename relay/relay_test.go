@@ -849,6 +849,49 @@ func TestABatchCommittingInTheBackgroundIsAcknowledgedOnlyWhenItsCommitEnds(t *t
 	}
 }
 
+// batch.background_commit: false: exactly-once commits each batch before
+// the next with one producer a worker, so every transaction is the
+// worker's one transactional id's, and the output is still exact.
+func TestWithoutTheBackgroundCommitAWorkerUsesOneProducer(t *testing.T) {
+	const n = 300
+	for _, background := range []bool{true, false} {
+		cl := fakeCluster(t)
+		seedOrders(t, cl, n)
+		var (
+			mu  sync.Mutex
+			ids = map[string]int{}
+		)
+		cl.ControlKey(kmsg.EndTxn.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+			cl.KeepControl()
+			mu.Lock()
+			ids[req.(*kmsg.EndTxnRequest).TransactionalID]++
+			mu.Unlock()
+			return nil, nil, false
+		})
+		p := pipeline(t, cl, "")
+		p.Delivery = config.ExactlyOnce
+		p.Batch.BackgroundCommit = &background
+		p.Workers = 1
+		r, err := New(Options{Pipeline: p, Instance: "t", Logger: quietLogger(), LedgerMarkers: eos.MarkersAtSameOrNextEpoch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs, _ := runUntil(t, r, cl, n)
+		want := 1
+		if background {
+			want = 2
+		}
+		mu.Lock()
+		if len(ids) != want {
+			t.Errorf("background_commit %v: transactions ended under %d transactional ids (%v), want %d", background, len(ids), ids, want)
+		}
+		mu.Unlock()
+		if jobs.Records != n || len(jobs.BySource) != n || len(jobs.Duplicates()) > 0 {
+			t.Errorf("background_commit %v: output holds %d records from %d sources (%d duplicated), want %d once each", background, jobs.Records, len(jobs.BySource), len(jobs.Duplicates()), n)
+		}
+	}
+}
+
 // batch.linger: a batch under half of what the worker may hold waits for
 // its other consumers' polls, up to the linger; a batch at half or more,
 // or a linger of 0, takes only what is ready.

@@ -70,6 +70,10 @@ type PipelineOptions struct {
 	GroupConfigs map[string]string
 	// TxnTimeout is output.transaction_timeout (default 10s).
 	TxnTimeout time.Duration
+	// ForegroundCommit sets batch.background_commit: false (exactly-once
+	// commits each batch before writing the next, with one producer a
+	// worker). Default false: the relay's default, true.
+	ForegroundCommit bool
 	// RenewLocks is batch.renew_locks. Unlike the relay's default
 	// (true), the zero value here is false: most tests want a lock that
 	// expires when they expect it to.
@@ -205,6 +209,9 @@ func (p *Pipeline) yaml(o PipelineOptions) []byte {
 	}
 	if o.Consumers != 0 {
 		batch += fmt.Sprintf("\n  consumers: %d", o.Consumers)
+	}
+	if o.ForegroundCommit {
+		batch += "\n  background_commit: false"
 	}
 	client := ""
 	if o.FetchMaxBytes != 0 {
