@@ -184,11 +184,11 @@ type Batch struct {
 	// batch commits in the background while the worker writes the next
 	// batch with the other producer, and the batch is acknowledged when
 	// its commit ends. false commits each batch before the next is
-	// written: one producer (and transactional id) a worker, and less CPU
-	// a record in the relay; on a machine where the relay and the broker
-	// compete for the CPU that was as fast (see the README's "Batching
-	// and throughput"), and where a commit takes long (a remote
-	// coordinator) the overlap is what hides it.
+	// written, with one producer (and transactional id) a worker: less
+	// CPU a record in the relay, which was as fast where the relay and
+	// the broker share a small machine (see the README's "Batching and
+	// throughput"). Where a commit takes long (a coordinator across the
+	// network) the overlap is what hides it, hence the default.
 	BackgroundCommit *bool `yaml:"background_commit" json:"background_commit"`
 }
 
