@@ -100,6 +100,37 @@ type scenario struct {
 	toxics map[string]activeToxic
 	// paused relays, to SIGCONT at the end.
 	paused map[*relay]bool
+	// stallRestarts counts broker restarts made for a stalled share
+	// partition (restartStalledBroker), at most maxStallRestarts a
+	// scenario.
+	stallRestarts int
+}
+
+// maxStallRestarts bounds the broker restarts a scenario makes for stalled
+// share partitions.
+const maxStallRestarts = 2
+
+// stallWatch notices a stalled share partition (doc.go, "Share partitions
+// that stall"): on the local broker, lag that stays exactly the same for
+// 60 s with no transaction open. Zero value: nothing seen yet.
+type stallWatch struct {
+	lag   int64
+	since time.Time
+}
+
+// stalled takes one observation and reports whether the lag has not moved
+// for 60 s with nothing open; it then starts over.
+func (w *stallWatch) stalled(local bool, lag int64, open []string, err error) bool {
+	switch {
+	case !local || lag <= 0 || err != nil || len(open) > 0:
+		w.lag = -1
+	case lag != w.lag:
+		w.lag, w.since = lag, time.Now()
+	case time.Since(w.since) > 60*time.Second:
+		w.lag = -1
+		return true
+	}
+	return false
 }
 
 var (
@@ -399,12 +430,25 @@ func (s *scenario) progress() float64 {
 }
 
 // waitProgress waits until progress reaches p or d passes; it returns
-// false on timeout.
+// false on timeout. A share partition that stalls meanwhile (lag unmoved
+// for 60 s, no transaction open) gets the broker restart quiesce would
+// give it: seen in BrokerKillDuringCommits between two kills, where the
+// wait for the next kill's progress ran out first.
 func (s *scenario) waitProgress(p float64, d time.Duration) bool {
 	deadline := time.Now().Add(d)
+	var watch stallWatch
 	for time.Now().Before(deadline) {
-		if s.progress() >= p {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		lag := s.lag(ctx)
+		if lag >= 0 && 1-float64(lag)/float64(s.o.Records) >= p {
+			cancel()
 			return true
+		}
+		open, err := harness.OpenTransactions(ctx, s.adm, s.txnTopics()...)
+		cancel()
+		if watch.stalled(s.env.local, lag, open, err) && s.stallRestarts < maxStallRestarts {
+			s.restartStalledBroker(lag)
+			deadline = deadline.Add(time.Minute) // the stall's minute was the broker's
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -438,7 +482,7 @@ func (s *scenario) quiesce(d time.Duration) {
 	var lastOpen []string
 	var lastErr error
 	var openSince time.Time
-	stallLag, stallSince, stallRestarts := int64(-1), time.Time{}, 0
+	var watch stallWatch
 	for stable < 3 {
 		if time.Now().After(deadline) {
 			s.dumpState()
@@ -473,15 +517,8 @@ func (s *scenario) quiesce(d time.Duration) {
 		// Lag that does not move with no transaction open: a share
 		// partition the broker stopped delivering from (see doc.go,
 		// "Share partitions that stall"). A restart reloads it.
-		switch {
-		case !s.env.local || lastLag <= 0 || lastErr != nil || len(lastOpen) > 0:
-			stallLag = -1
-		case lastLag != stallLag:
-			stallLag, stallSince = lastLag, time.Now()
-		case time.Since(stallSince) > 60*time.Second && stallRestarts < 2:
+		if watch.stalled(s.env.local, lastLag, lastOpen, lastErr) && s.stallRestarts < maxStallRestarts {
 			s.restartStalledBroker(lastLag)
-			stallRestarts++
-			stallLag = -1
 		}
 		time.Sleep(time.Second)
 	}
@@ -526,6 +563,7 @@ func (s *scenario) restartStalledBroker(lag int64) {
 	sort.Strings(parts)
 	s.t.Logf("share group stalled: lag %d unchanged for 60s, no transaction open (%v, %v); restarting the broker to reload its share partitions", lag, parts, err)
 	s.count(func(r *result) { r.ShareStalls++ })
+	s.stallRestarts++
 	if err := s.bounceBroker(false, 0); err != nil {
 		s.t.Fatalf("restarting the broker after a share-partition stall: %v", err)
 	}
