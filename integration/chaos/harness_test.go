@@ -422,11 +422,16 @@ func (s *scenario) lag(ctx context.Context) int64 {
 func (s *scenario) progress() float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	l := s.lag(ctx)
-	if l < 0 {
+	return s.progressAt(s.lag(ctx))
+}
+
+// progressAt is the fraction of the records finished at lag (0 when the
+// lag is unknown, -1).
+func (s *scenario) progressAt(lag int64) float64 {
+	if lag < 0 {
 		return 0
 	}
-	return 1 - float64(l)/float64(s.o.Records)
+	return 1 - float64(lag)/float64(s.o.Records)
 }
 
 // waitProgress waits until progress reaches p or d passes; it returns
@@ -440,7 +445,7 @@ func (s *scenario) waitProgress(p float64, d time.Duration) bool {
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		lag := s.lag(ctx)
-		if lag >= 0 && 1-float64(lag)/float64(s.o.Records) >= p {
+		if s.progressAt(lag) >= p {
 			cancel()
 			return true
 		}

@@ -237,11 +237,7 @@ func (tc *traceCollector) hooks() kgo.Opt {
 func (tc *traceCollector) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	d := tc.requests[key]
-	if d == nil {
-		d = &durStats{}
-		tc.requests[key] = d
-	}
+	d := entry(tc.requests, key)
 	d.wrote += int64(e2e.BytesWritten)
 	if e2e.Err() != nil {
 		d.errs++
@@ -259,15 +255,21 @@ func (tc *traceCollector) OnProduceBatchWritten(_ kgo.BrokerMetadata, topic stri
 	}
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	s := tc.produced[kind]
-	if s == nil {
-		s = &batchStats{}
-		tc.produced[kind] = s
-	}
+	s := entry(tc.produced, kind)
 	s.batches++
 	s.records += m.NumRecords
 	s.uncompressed += int64(m.UncompressedBytes)
 	s.compressed += int64(m.CompressedBytes)
+}
+
+// entry returns m's value at k, adding a zero one first if there is none.
+func entry[K comparable, V any](m map[K]*V, k K) *V {
+	v := m[k]
+	if v == nil {
+		v = new(V)
+		m[k] = v
+	}
+	return v
 }
 
 func (tc *traceCollector) record(d *durStats, x time.Duration) {
