@@ -18,6 +18,7 @@ type ledgerGuard struct {
 	txnID string
 	// The claims of the open transaction, from Claims to Check.
 	open    []*claimGroup
+	spare   []*claimGroup // groups of earlier transactions, reused
 	nSrcs   int
 	records []*kgo.Record
 	last    []Pos // the claims of the last Check, watched for Resolve
@@ -60,7 +61,8 @@ func (g *ledgerGuard) Claims(ctx context.Context, tx Tx, srcs []Source, outputs 
 	if err != nil {
 		return nil, fmt.Errorf("eos: claim: %w", err)
 	}
-	g.open, g.nSrcs = g.open[:0], len(srcs)
+	g.recycle()
+	g.nSrcs = len(srcs)
 	var cg *claimGroup
 	for i, s := range srcs {
 		// A transaction's source partitions are few: find the group
@@ -74,7 +76,7 @@ func (g *ledgerGuard) Claims(ctx context.Context, tx Tx, srcs []Source, outputs 
 				}
 			}
 			if cg == nil {
-				cg = &claimGroup{key: PartKey{s.TopicID, s.Topic, s.Partition}}
+				cg = g.group(PartKey{s.TopicID, s.Topic, s.Partition})
 				g.open = append(g.open, cg)
 			}
 		}
@@ -94,6 +96,32 @@ func (g *ledgerGuard) Claims(ctx context.Context, tx Tx, srcs []Source, outputs 
 		}
 	}
 	return g.records, nil
+}
+
+// recycle keeps the last transaction's claim groups for the next one: a
+// batch's offsets are thousands, and growing them anew each transaction
+// was most of what Claims allocated. No group outlives its transaction:
+// Check is done with them before the next Claims.
+func (g *ledgerGuard) recycle() {
+	for i, cg := range g.open {
+		cg.offsets, cg.idx = cg.offsets[:0], cg.idx[:0]
+		g.spare = append(g.spare, cg)
+		g.open[i] = nil
+	}
+	g.open = g.open[:0]
+}
+
+// group returns an empty claim group for source partition k.
+func (g *ledgerGuard) group(k PartKey) *claimGroup {
+	n := len(g.spare)
+	if n == 0 {
+		return &claimGroup{key: k}
+	}
+	cg := g.spare[n-1]
+	g.spare[n-1] = nil
+	g.spare = g.spare[:n-1]
+	cg.key, cg.pos = k, Pos{}
+	return cg
 }
 
 // NewClaimRecord encodes claim c as a record of ledger topic: keyed by its
