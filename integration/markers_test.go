@@ -474,3 +474,146 @@ func openTxnsOf(t *testing.T, seeds []string, topic string, pids []int64) []harn
 	}
 	return hs
 }
+
+// TestRealBrokerRetiredTransactionalIDsLeftOpenAreReported: transactional
+// ids an instance used before and no longer does — worker 0's second
+// producer once batch.background_commit is off, worker 1's once workers
+// went from 2 to 1 — each left a transaction open on the output after a
+// lost marker (its node stopped while the coordinator aborted it). No
+// worker checks those ids any more, and read_committed readers of the
+// partition wait at the open span: the relay's own records are written
+// behind it but not visible. The first subtest skips the relay's look at
+// retired ids (failpoint) and must see that silent stall; the second
+// shows the relay reports each open span (log and
+// sharerelay_retired_hanging_transactions) until an operator completes
+// them, and then every record arrives exactly once.
+func TestRealBrokerRetiredTransactionalIDsLeftOpenAreReported(t *testing.T) {
+	c := startTwoNodes(t)
+	for _, tc := range []struct {
+		name  string
+		check bool
+	}{
+		{"without the check the stall is silent", false},
+		{"with the check the relay reports each open span until it is completed", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := metricsAddr(t)
+			p := newPipe(t, c.seeds, harness.PipelineOptions{Partitions: 1, Workers: 1, OnBroker: 1, OutputOnBroker: 2,
+				ForegroundCommit: true, MetricsListen: addr})
+			ledger := p.Ledger
+			createTopics(t, c.seeds,
+				harness.Topic{Name: ledger, Partitions: 1, Broker: 1, Configs: map[string]string{"cleanup.policy": "delete"}},
+				harness.Topic{Name: ledger + ".snapshots", Partitions: 1, Broker: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
+			const n = 200
+			seedOrders(t, p, 1, n)
+
+			prefix := "sharerelay-" + p.Name + "-r1-"
+			var ghosts []*ghost
+			var pids []int64
+			for _, id := range []string{prefix + "0.1", prefix + "1"} {
+				g := newGhostAs(t, p, ledger, id)
+				pid, _ := g.write(0, 99)
+				ghosts, pids = append(ghosts, g), append(pids, pid)
+			}
+			if err := c.n2.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			c.waitLeader(t, p.Output, -1)
+			for _, g := range ghosts {
+				g.end(false) // the coordinator skips the leaderless output partitions
+				g.cl.Close()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			if err := c.n2.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			c.waitLeader(t, p.Output, 2)
+			hanging := openTxnsOf(t, c.seeds, p.Output, pids)
+			if len(hanging) == 0 {
+				t.Fatal("no transaction of the retired ids is open on the output: the broker delivered the markers this time")
+			}
+			t.Logf("left open on %s: %v", p.Output, hanging)
+
+			var env []string
+			if !tc.check {
+				env = append(env, fp(failpoint.SkipRetiredCheck+"=error"))
+			}
+			r := startRelay(t, p, "r1", env...)
+			// The relay writes and acknowledges every record, behind the
+			// open spans.
+			waitLag(t, p, 0, 2*time.Minute)
+			const reported = "a transactional id this instance no longer uses left a transaction open"
+			if !tc.check {
+				time.Sleep(15 * time.Second) // three times what the check takes to report
+				if strings.Contains(r.LogTail(1<<20), reported) {
+					t.Fatal("reported with the check skipped")
+				}
+				if v := metric(t, addr, "sharerelay_retired_hanging_transactions"); v != 0 {
+					t.Fatalf("sharerelay_retired_hanging_transactions = %v with the check skipped", v)
+				}
+				stable := lastStable(t, c.seeds, p.Output)
+				for _, h := range hanging {
+					if stable[h.Partition] > h.Since {
+						t.Fatalf("read_committed readers of %s[%d] reach offset %d, past the span open at %d", p.Output, h.Partition, stable[h.Partition], h.Since)
+					}
+				}
+			} else {
+				deadline := time.Now().Add(time.Minute)
+				for !strings.Contains(r.LogTail(1<<20), reported) ||
+					metric(t, addr, "sharerelay_retired_hanging_transactions") != float64(len(hanging)) {
+					if time.Now().After(deadline) {
+						t.Fatalf("the relay did not report the %d open spans within a minute (gauge %v)", len(hanging),
+							metric(t, addr, "sharerelay_retired_hanging_transactions"))
+					}
+					time.Sleep(500 * time.Millisecond)
+				}
+				for _, g := range ghosts {
+					if !strings.Contains(r.LogTail(1<<20), g.txnID+" (") {
+						t.Fatalf("the report does not name %s", g.txnID)
+					}
+				}
+			}
+			// The operator's repair: the coordinator's decision (abort).
+			acl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer acl.Close()
+			if err := harness.CompleteHanging(ctx, kadm.NewClient(acl), hanging); err != nil {
+				t.Fatal(err)
+			}
+			exactlyOnce(t, settled(t, p, n, 2*time.Minute), n, 0)
+			if tc.check {
+				deadline := time.Now().Add(time.Minute)
+				for metric(t, addr, "sharerelay_retired_hanging_transactions") != 0 ||
+					!strings.Contains(r.LogTail(1<<20), "no longer uses are completed") {
+					if time.Now().After(deadline) {
+						t.Fatal("the relay still reports the completed spans after a minute")
+					}
+					time.Sleep(500 * time.Millisecond)
+				}
+			}
+		})
+	}
+}
+
+// lastStable returns the last stable offset of each partition of topic:
+// how far read_committed readers may read.
+func lastStable(t *testing.T, seeds []string, topic string) map[int32]int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	los, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int64{}
+	los.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out
+}

@@ -61,7 +61,10 @@ type Metrics struct {
 	// (it did not), restored (an abort discarded committed records,
 	// written again), claims (an abort discarded committed claims),
 	// unknown (the earlier outcome is not known here).
-	LostMarkers     *prometheus.CounterVec
+	LostMarkers *prometheus.CounterVec
+	// RetiredHanging is the number of partition spans left open by
+	// transactional ids this instance no longer uses (a lost marker).
+	RetiredHanging  prometheus.Gauge
 	InvariantBreaks prometheus.Counter
 	WorkersRunning  prometheus.Gauge
 
@@ -144,7 +147,11 @@ func New(reg prometheus.Registerer, pipeline string) *Metrics {
 			Help: "Workers currently running their loop.",
 		}),
 	}
-	reg.MustRegister(m.BatchSeconds, m.InvariantBreaks, m.WorkersRunning)
+	m.RetiredHanging = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "sharerelay", Name: "retired_hanging_transactions", ConstLabels: c,
+		Help: "Partitions where a transactional id this instance no longer uses (fewer workers, batch.background_commit off) left a transaction open after the broker lost its marker: read_committed readers wait there until an operator completes it (see docs/exactly-once.md). Should be 0.",
+	})
+	reg.MustRegister(m.BatchSeconds, m.InvariantBreaks, m.WorkersRunning, m.RetiredHanging)
 
 	m.WriteFailures = counter("write_failures_total", "Transactions that failed while writing, by class: record (an output the cluster refuses for good: its source record is dead-lettered), destination (a topic missing, recreated or not writable: the worker pauses), cluster (unreachable or slow: the worker pauses).", "worker", "class")
 	m.RecordsRejected = counter("records_rejected_total", "Source records dead-lettered because the cluster refuses their outputs for good (too large for the topic or the client, invalid).", "worker")

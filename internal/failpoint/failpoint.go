@@ -59,6 +59,10 @@ const (
 	// without checking whether it continued a span of its producer id
 	// that a lost marker left open (tests show what the check prevents).
 	SkipEndSpanCheck = "skip-end-span-check"
+	// SkipRetiredCheck: with "error", the relay does not look for spans
+	// left open by transactional ids this instance no longer uses
+	// (tests show what the check reports).
+	SkipRetiredCheck = "skip-retired-check"
 	// AfterProduce: a transaction's outputs and claims are written, its
 	// claim check not made yet.
 	AfterProduce = "after-produce"

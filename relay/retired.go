@@ -1,0 +1,229 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/internal/failpoint"
+	"github.com/sharerelay/sharerelay/txn"
+)
+
+// Retired transactional ids. A worker checks the partitions it writes for
+// a span its own producer id left open when a broker lost a marker
+// (checkSpans, endCheck), so it checks only the transactional ids it
+// uses. An id this instance used before and no longer does — worker 3
+// after workers went from 4 to 3, or a worker's second producer ("….1")
+// after batch.background_commit was turned off — is checked by nobody,
+// and a span it left open stalls every read_committed reader of that
+// partition (Kafka's last stable offset stops there) without a word from
+// the relay. watchRetired looks for them: at start, and again while a
+// retired id has a transaction in progress or a span open. It holds no
+// records (no worker writes with those ids any more): it reports each
+// span (log, sharerelay_retired_hanging_transactions) until an operator
+// completes it (kafka-transactions.sh find-hanging / abort), as for a
+// worker's own hanging transaction.
+
+// retiredLookEvery is how often watchRetired looks again while it has
+// something to watch; retiredConfirmAfter is how long a span must stay
+// open, with its coordinator done with the transaction, to be reported
+// (markers may still be in flight).
+var (
+	retiredLookEvery    = 30 * time.Second
+	retiredConfirmAfter = 5 * time.Second
+)
+
+// retiredSpan is a span open in partition tp of a retired transactional
+// id's producer id.
+type retiredSpan struct {
+	txnID string
+	state string // the coordinator's state of the id
+	openSpan
+}
+
+func (s retiredSpan) String() string {
+	return fmt.Sprintf("%s (%s) %v", s.txnID, s.state, s.openSpan)
+}
+
+// inUseTransactionalIDs returns the transactional ids this instance's
+// workers use with the pipeline's current settings.
+func (r *Relay) inUseTransactionalIDs() map[string]bool {
+	lanes := 1
+	if r.p.Batch.BackgroundCommit == nil || *r.p.Batch.BackgroundCommit {
+		lanes = 2
+	}
+	ids := make(map[string]bool)
+	for i := range r.p.Workers {
+		for l := range lanes {
+			ids[r.laneTransactionalID(i, l)] = true
+		}
+	}
+	return ids
+}
+
+// retiredPattern matches every transactional id a worker of this instance
+// may have used: TransactionalID(i), and with a lane suffix.
+func (r *Relay) retiredPattern() *regexp.Regexp {
+	prefix := strings.TrimSuffix(r.TransactionalID(0), "0")
+	return regexp.MustCompile("^" + regexp.QuoteMeta(prefix) + `[0-9]+(\.[0-9]+)?$`)
+}
+
+// watchRetired looks for spans left open by this instance's retired
+// transactional ids (see Retired transactional ids above) until none is
+// left to watch or ctx ends. Failing to look (an old broker, a principal
+// that may not list transactions) is logged once and ends the watch: it
+// never stops the relay.
+func (r *Relay) watchRetired(ctx context.Context) error {
+	if r.p.Delivery != config.ExactlyOnce || failpoint.Hit(failpoint.SkipRetiredCheck) != nil {
+		return nil
+	}
+	cl, err := kgo.NewClient(r.clientOpts()...)
+	if err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	inUse, pattern := r.inUseTransactionalIDs(), r.retiredPattern()
+	topics := r.p.OutputTopics()
+	topics = append(topics, r.p.Ledger.Topic)
+
+	suspect := map[string]time.Time{} // span key → first seen, coordinator done
+	reported := map[string]bool{}
+	for {
+		spans, busy, err := retiredSpans(ctx, adm, pattern, inUse, topics)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, kerr.TransactionalIDAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed) ||
+			errors.Is(err, kerr.UnsupportedVersion):
+			r.log.Warn("cannot check the transactional ids this instance no longer uses for a transaction left open by a broker failure", "err", err)
+			return nil
+		case err != nil:
+			r.log.Warn("checking the transactional ids this instance no longer uses for a transaction left open; looking again", "err", err, "in", retiredLookEvery)
+			busy = true
+		}
+		now := time.Now()
+		var hanging []retiredSpan
+		seen := map[string]bool{}
+		for _, s := range spans {
+			k := s.String()
+			seen[k] = true
+			if s.state == "Ongoing" || strings.HasPrefix(s.state, "Prepare") {
+				busy = true // the coordinator will end it (timeout or markers)
+				continue
+			}
+			first, ok := suspect[k]
+			if !ok {
+				suspect[k], busy = now, true
+				continue
+			}
+			if now.Sub(first) < retiredConfirmAfter {
+				busy = true
+				continue
+			}
+			hanging = append(hanging, s)
+		}
+		maps.DeleteFunc(suspect, func(k string, _ time.Time) bool { return !seen[k] })
+		var fresh []retiredSpan
+		for _, s := range hanging {
+			if !reported[s.String()] {
+				fresh = append(fresh, s)
+			}
+		}
+		r.m.RetiredHanging.Set(float64(len(hanging)))
+		if len(fresh) > 0 {
+			r.log.Error("a transactional id this instance no longer uses left a transaction open in a partition the pipeline writes: the broker lost its marker, and read_committed readers of the partition wait at it until an operator completes it (kafka-transactions.sh find-hanging, then abort)",
+				"spans", fresh)
+		}
+		if len(hanging) == 0 && len(reported) > 0 {
+			r.log.Info("the transactions left open by transactional ids this instance no longer uses are completed")
+		}
+		clear(reported)
+		for _, s := range hanging {
+			reported[s.String()] = true
+		}
+		if len(hanging) == 0 && !busy {
+			return nil
+		}
+		wait := retiredLookEvery
+		if len(suspect) > len(hanging) {
+			wait = retiredConfirmAfter
+		}
+		if !sleepCtx(ctx, wait) {
+			return nil
+		}
+	}
+}
+
+// retiredSpans lists the transactional ids matching pattern that are not
+// in inUse, and returns the spans their producer ids have open in the
+// partitions of topics, with each id's coordinator state. busy reports a
+// retired id whose transaction is still in progress at its coordinator.
+func retiredSpans(ctx context.Context, adm *kadm.Client, pattern *regexp.Regexp, inUse map[string]bool, topics []string) (spans []retiredSpan, busy bool, err error) {
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	listed, err := adm.ListTransactionsByTxPattern(lctx, nil, nil, pattern.String())
+	if err != nil {
+		return nil, false, fmt.Errorf("listing transactional ids: %w", err)
+	}
+	retired := map[int64]kadm.ListedTransaction{}
+	for _, t := range listed.Sorted() {
+		// The pattern filters on the broker since Kafka 4.1; match
+		// again for an older one, which ignores it.
+		if !pattern.MatchString(t.TxnID) || inUse[t.TxnID] {
+			continue
+		}
+		retired[t.ProducerID] = t
+		if t.State == "Ongoing" || strings.HasPrefix(t.State, "Prepare") {
+			busy = true
+		}
+	}
+	if len(retired) == 0 {
+		return nil, busy, nil
+	}
+	// One topic a request: kadm fails a whole request on one
+	// partition's authorization error. A topic the principal may not
+	// describe (DescribeProducers needs READ) or that does not exist
+	// (yet) has nothing to say.
+	for _, topic := range topics {
+		ts := kadm.TopicsSet{}
+		ts.Add(topic)
+		dp, err := adm.DescribeProducers(lctx, ts)
+		if errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.UnknownTopicOrPartition) {
+			continue
+		}
+		if err != nil {
+			return nil, busy, fmt.Errorf("describing the producers of %s: %w", topic, err)
+		}
+		for _, p := range dp.SortedPartitions() {
+			if errors.Is(p.Err, kerr.UnknownTopicOrPartition) {
+				continue
+			}
+			if p.Err != nil {
+				return nil, busy, fmt.Errorf("describing the producers of %s[%d]: %w", p.Topic, p.Partition, p.Err)
+			}
+			for _, pid := range slices.Sorted(maps.Keys(p.ActiveProducers)) {
+				st := p.ActiveProducers[pid]
+				t, ok := retired[pid]
+				if !ok || st.CurrentTxnStartOffset < 0 {
+					continue
+				}
+				spans = append(spans, retiredSpan{txnID: t.TxnID, state: t.State, openSpan: openSpan{
+					tp:    txn.Partition{Topic: p.Topic, Partition: p.Partition},
+					start: st.CurrentTxnStartOffset, epoch: st.ProducerEpoch,
+				}})
+			}
+		}
+	}
+	return spans, busy, nil
+}
