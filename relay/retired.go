@@ -37,10 +37,12 @@ import (
 // retiredLookEvery is how often watchRetired looks again while it has
 // something to watch; retiredConfirmAfter is how long a span must stay
 // open, with its coordinator done with the transaction, to be reported
-// (markers may still be in flight).
-var (
+// (markers may still be in flight); retiredWarnEvery rate-limits the
+// WARN of a look that keeps failing.
+const (
 	retiredLookEvery    = 30 * time.Second
 	retiredConfirmAfter = 5 * time.Second
+	retiredWarnEvery    = 5 * time.Minute
 )
 
 // retiredSpan is a span open in partition tp of a retired transactional
@@ -99,6 +101,7 @@ func (r *Relay) watchRetired(ctx context.Context) error {
 
 	suspect := map[string]time.Time{} // span key → first seen, coordinator done
 	reported := map[string]bool{}
+	var warned time.Time // the last WARN of a failed look
 	for {
 		spans, busy, err := retiredSpans(ctx, adm, pattern, inUse, topics)
 		switch {
@@ -109,7 +112,10 @@ func (r *Relay) watchRetired(ctx context.Context) error {
 			r.log.Warn("cannot check the transactional ids this instance no longer uses for a transaction left open by a broker failure", "err", err)
 			return nil
 		case err != nil:
-			r.log.Warn("checking the transactional ids this instance no longer uses for a transaction left open; looking again", "err", err, "in", retiredLookEvery)
+			if time.Since(warned) >= retiredWarnEvery {
+				r.log.Warn("checking the transactional ids this instance no longer uses for a transaction left open; looking again", "err", err, "every", retiredLookEvery)
+				warned = time.Now()
+			}
 			busy = true
 		}
 		now := time.Now()
