@@ -52,9 +52,7 @@ func TestRealBrokerATransactionThatContinuesALostMarkersSpanEndsAsTheEarlierOne(
 			p := newPipe(t, c.seeds, harness.PipelineOptions{Partitions: 1, Workers: 1, OnBroker: 1, OutputOnBroker: 2,
 				MaxRecords: 500, TxnTimeout: time.Minute, RenewLocks: true,
 				GroupConfigs: map[string]string{"share.record.lock.duration.ms": "60000"}})
-			createTopics(t, c.seeds,
-				harness.Topic{Name: p.Ledger, Partitions: 1, Broker: 1, Configs: map[string]string{"cleanup.policy": "delete"}},
-				harness.Topic{Name: p.Ledger + ".snapshots", Partitions: 1, Broker: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
+			createLedger(t, c.seeds, p, 1)
 
 			// The first transaction sleeps once its outputs are written,
 			// while the test stops the output's node; it then commits,

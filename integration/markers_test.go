@@ -121,6 +121,54 @@ func (c *twoNodes) waitLeader(t *testing.T, topic string, leader int32) {
 	}
 }
 
+// createLedger creates pipeline p's claim ledger and its snapshot topic,
+// one partition each, the ledger on node broker and its snapshots on node
+// 1 (a test decides which node's failure the ledger sees).
+func createLedger(t *testing.T, seeds []string, p *harness.Pipeline, broker int32) {
+	t.Helper()
+	createTopics(t, seeds,
+		harness.Topic{Name: p.Ledger, Partitions: 1, Broker: broker, Configs: map[string]string{"cleanup.policy": "delete"}},
+		harness.Topic{Name: p.Ledger + ".snapshots", Partitions: 1, Broker: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
+}
+
+// abortWithOutputMarkersLost writes, as each of txnIDs, a transaction of
+// source offsets 0..99 and their outputs (ghost.write), and aborts them
+// while p's output node (2) is stopped: the coordinator skips the
+// leaderless output partitions, so each producer id keeps its span open
+// there. It returns the ghosts' producer ids and the open spans (to
+// complete as aborts), and fails when the broker delivered the markers
+// after all.
+func (c *twoNodes) abortWithOutputMarkersLost(t *testing.T, p *harness.Pipeline, txnIDs ...string) ([]int64, []harness.HangingTxn) {
+	t.Helper()
+	var ghosts []*ghost
+	var pids []int64
+	for _, id := range txnIDs {
+		g := newGhostAs(t, p, p.Ledger, id)
+		pid, _ := g.write(0, 99)
+		ghosts, pids = append(ghosts, g), append(pids, pid)
+	}
+	if err := c.n2.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	c.waitLeader(t, p.Output, -1)
+	for _, g := range ghosts {
+		g.end(false) // the coordinator skips the leaderless output partitions
+		g.cl.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := c.n2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.waitLeader(t, p.Output, 2)
+	hanging := openTxnsOf(t, c.seeds, p.Output, pids)
+	if len(hanging) == 0 {
+		t.Fatalf("no transaction of %v is open on the output: the broker delivered the markers this time", txnIDs)
+	}
+	t.Logf("left open on %s: %d partition spans", p.Output, len(hanging))
+	return pids, hanging
+}
+
 // ghost is a transactional producer that writes what a relay worker
 // writes — claims in the ledger and labelled outputs — with no relay
 // around it.
@@ -272,9 +320,7 @@ func TestRealBrokerClaimWhoseLedgerMarkerWasLost(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPipe(t, c.seeds, harness.PipelineOptions{Partitions: 1, Workers: 1, OnBroker: 1})
 			ledger := p.Ledger
-			createTopics(t, c.seeds,
-				harness.Topic{Name: ledger, Partitions: 1, Broker: 2, Configs: map[string]string{"cleanup.policy": "delete"}},
-				harness.Topic{Name: ledger + ".snapshots", Partitions: 1, Broker: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
+			createLedger(t, c.seeds, p, 2)
 			seedOrders(t, p, 1, 200) // source offsets 0..199
 
 			g := newGhost(t, p, ledger)
@@ -366,40 +412,12 @@ func TestRealBrokerOpenSpanOfTheRelaysOwnProducerIdIsNotContinued(t *testing.T) 
 			// producers write: each continues its own open span.
 			p := newPipe(t, c.seeds, harness.PipelineOptions{Partitions: 1, Workers: 1, OnBroker: 1, OutputOnBroker: 2,
 				AcquireMode: config.AcquireRecordLimit})
-			ledger := p.Ledger
-			createTopics(t, c.seeds,
-				harness.Topic{Name: ledger, Partitions: 1, Broker: 1, Configs: map[string]string{"cleanup.policy": "delete"}},
-				harness.Topic{Name: ledger + ".snapshots", Partitions: 1, Broker: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
+			createLedger(t, c.seeds, p, 1)
 			seedOrders(t, p, 1, 200) // source offsets 0..199
 
 			// Worker 0 of instance r1, both of its producers.
 			worker := "sharerelay-" + p.Name + "-r1-0"
-			var ghosts []*ghost
-			var pids []int64
-			for _, id := range []string{worker, worker + ".1"} {
-				g := newGhostAs(t, p, ledger, id)
-				pid, _ := g.write(0, 99)
-				ghosts, pids = append(ghosts, g), append(pids, pid)
-			}
-			if err := c.n2.Stop(); err != nil {
-				t.Fatal(err)
-			}
-			c.waitLeader(t, p.Output, -1)
-			for _, g := range ghosts {
-				g.end(false) // the coordinator skips the leaderless output partitions
-				g.cl.Close()
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			if err := c.n2.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			c.waitLeader(t, p.Output, 2)
-			hanging := openTxnsOf(t, c.seeds, p.Output, pids)
-			if len(hanging) == 0 {
-				t.Fatal("no transaction of the worker's producer ids is open on the output: the broker delivered the markers this time")
-			}
-			t.Logf("left open on %s: %d partition spans", p.Output, len(hanging))
+			pids, hanging := c.abortWithOutputMarkersLost(t, p, worker, worker+".1")
 
 			var env []string
 			if !tc.check {
@@ -500,40 +518,13 @@ func TestRealBrokerRetiredTransactionalIDsLeftOpenAreReported(t *testing.T) {
 			addr := metricsAddr(t)
 			p := newPipe(t, c.seeds, harness.PipelineOptions{Partitions: 1, Workers: 1, OnBroker: 1, OutputOnBroker: 2,
 				ForegroundCommit: true, MetricsListen: addr})
-			ledger := p.Ledger
-			createTopics(t, c.seeds,
-				harness.Topic{Name: ledger, Partitions: 1, Broker: 1, Configs: map[string]string{"cleanup.policy": "delete"}},
-				harness.Topic{Name: ledger + ".snapshots", Partitions: 1, Broker: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
+			createLedger(t, c.seeds, p, 1)
 			const n = 200
 			seedOrders(t, p, 1, n)
 
 			prefix := "sharerelay-" + p.Name + "-r1-"
-			var ghosts []*ghost
-			var pids []int64
-			for _, id := range []string{prefix + "0.1", prefix + "1"} {
-				g := newGhostAs(t, p, ledger, id)
-				pid, _ := g.write(0, 99)
-				ghosts, pids = append(ghosts, g), append(pids, pid)
-			}
-			if err := c.n2.Stop(); err != nil {
-				t.Fatal(err)
-			}
-			c.waitLeader(t, p.Output, -1)
-			for _, g := range ghosts {
-				g.end(false) // the coordinator skips the leaderless output partitions
-				g.cl.Close()
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			if err := c.n2.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			c.waitLeader(t, p.Output, 2)
-			hanging := openTxnsOf(t, c.seeds, p.Output, pids)
-			if len(hanging) == 0 {
-				t.Fatal("no transaction of the retired ids is open on the output: the broker delivered the markers this time")
-			}
-			t.Logf("left open on %s: %v", p.Output, hanging)
+			retired := []string{prefix + "0.1", prefix + "1"}
+			_, hanging := c.abortWithOutputMarkersLost(t, p, retired...)
 
 			var env []string
 			if !tc.check {
@@ -568,13 +559,15 @@ func TestRealBrokerRetiredTransactionalIDsLeftOpenAreReported(t *testing.T) {
 					}
 					time.Sleep(500 * time.Millisecond)
 				}
-				for _, g := range ghosts {
-					if !strings.Contains(r.LogTail(1<<20), g.txnID+" (") {
-						t.Fatalf("the report does not name %s", g.txnID)
+				for _, id := range retired {
+					if !strings.Contains(r.LogTail(1<<20), id+" (") {
+						t.Fatalf("the report does not name %s", id)
 					}
 				}
 			}
 			// The operator's repair: the coordinator's decision (abort).
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
 			acl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...))
 			if err != nil {
 				t.Fatal(err)
@@ -610,8 +603,11 @@ func lastStable(t *testing.T, seeds []string, topic string) map[int32]int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	los, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
+	if err == nil {
+		err = los.Error() // a partition's error would read as offset -1
+	}
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("last stable offsets of %s: %v", topic, err)
 	}
 	out := map[int32]int64{}
 	los.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })

@@ -159,7 +159,24 @@ func (r *Relay) Metrics() *metrics.Metrics { return r.m }
 // TransactionalID returns the transactional id of worker i of this instance:
 // stable per pipeline, instance and worker.
 func (r *Relay) TransactionalID(i int) string {
-	return fmt.Sprintf("sharerelay-%s-%s-%d", r.p.Name, r.opts.Instance, i)
+	return r.transactionalIDPrefix() + strconv.Itoa(i)
+}
+
+// transactionalIDPrefix is what every transactional id of this instance's
+// workers begins with.
+func (r *Relay) transactionalIDPrefix() string {
+	return fmt.Sprintf("sharerelay-%s-%s-", r.p.Name, r.opts.Instance)
+}
+
+// lanes is the number of transactional producers a worker alternates:
+// two with exactly-once and batch.background_commit (see
+// worker.switchLane), else one (at-least-once writes without
+// transactions).
+func (r *Relay) lanes() int {
+	if r.p.Delivery == config.ExactlyOnce && (r.p.Batch.BackgroundCommit == nil || *r.p.Batch.BackgroundCommit) {
+		return 2
+	}
+	return 1
 }
 
 // laneTransactionalID is the transactional id of worker i's producer l:
@@ -518,12 +535,9 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 	txnID := r.TransactionalID(i)
 
 	disrupt := &disruptions{}
-	// Exactly-once with batch.background_commit alternates two
-	// transactional producers (see worker.switchLane); at-least-once
-	// writes without transactions.
-	lanes := []*lane{{}}
-	if r.p.Delivery == config.ExactlyOnce && (r.p.Batch.BackgroundCommit == nil || *r.p.Batch.BackgroundCommit) {
-		lanes = append(lanes, &lane{})
+	lanes := make([]*lane, r.lanes())
+	for l := range lanes {
+		lanes[l] = &lane{}
 	}
 	defer func() {
 		for _, l := range lanes {

@@ -57,16 +57,22 @@ func (s retiredSpan) String() string {
 	return fmt.Sprintf("%s (%s) %v", s.txnID, s.state, s.openSpan)
 }
 
+// key identifies the span across looks (its id's coordinator state may
+// change meanwhile).
+func (s retiredSpan) key() string { return s.txnID + " " + s.openSpan.String() }
+
+// inProgress reports whether a coordinator in state is still ending the
+// id's transaction (it writes the markers, or aborts it at its timeout).
+func inProgress(state string) bool {
+	return state == "Ongoing" || strings.HasPrefix(state, "Prepare")
+}
+
 // inUseTransactionalIDs returns the transactional ids this instance's
 // workers use with the pipeline's current settings.
 func (r *Relay) inUseTransactionalIDs() map[string]bool {
-	lanes := 1
-	if r.p.Batch.BackgroundCommit == nil || *r.p.Batch.BackgroundCommit {
-		lanes = 2
-	}
 	ids := make(map[string]bool)
 	for i := range r.p.Workers {
-		for l := range lanes {
+		for l := range r.lanes() {
 			ids[r.laneTransactionalID(i, l)] = true
 		}
 	}
@@ -76,15 +82,15 @@ func (r *Relay) inUseTransactionalIDs() map[string]bool {
 // retiredPattern matches every transactional id a worker of this instance
 // may have used: TransactionalID(i), and with a lane suffix.
 func (r *Relay) retiredPattern() *regexp.Regexp {
-	prefix := strings.TrimSuffix(r.TransactionalID(0), "0")
-	return regexp.MustCompile("^" + regexp.QuoteMeta(prefix) + `[0-9]+(\.[0-9]+)?$`)
+	return regexp.MustCompile("^" + regexp.QuoteMeta(r.transactionalIDPrefix()) + `[0-9]+(\.[0-9]+)?$`)
 }
 
 // watchRetired looks for spans left open by this instance's retired
 // transactional ids (see Retired transactional ids above) until none is
-// left to watch or ctx ends. Failing to look (an old broker, a principal
-// that may not list transactions) is logged once and ends the watch: it
-// never stops the relay.
+// left to watch or ctx ends. A look the cluster refuses for good (an old
+// broker, a principal that may not list transactions) is logged once and
+// ends the watch; any other failure is looked at again. It never stops
+// the relay.
 func (r *Relay) watchRetired(ctx context.Context) error {
 	if r.p.Delivery != config.ExactlyOnce || failpoint.Hit(failpoint.SkipRetiredCheck) != nil {
 		return nil
@@ -122,10 +128,10 @@ func (r *Relay) watchRetired(ctx context.Context) error {
 		var hanging []retiredSpan
 		seen := map[string]bool{}
 		for _, s := range spans {
-			k := s.String()
+			k := s.key()
 			seen[k] = true
-			if s.state == "Ongoing" || strings.HasPrefix(s.state, "Prepare") {
-				busy = true // the coordinator will end it (timeout or markers)
+			if inProgress(s.state) {
+				busy = true
 				continue
 			}
 			first, ok := suspect[k]
@@ -142,7 +148,7 @@ func (r *Relay) watchRetired(ctx context.Context) error {
 		maps.DeleteFunc(suspect, func(k string, _ time.Time) bool { return !seen[k] })
 		var fresh []retiredSpan
 		for _, s := range hanging {
-			if !reported[s.String()] {
+			if !reported[s.key()] {
 				fresh = append(fresh, s)
 			}
 		}
@@ -156,7 +162,7 @@ func (r *Relay) watchRetired(ctx context.Context) error {
 		}
 		clear(reported)
 		for _, s := range hanging {
-			reported[s.String()] = true
+			reported[s.key()] = true
 		}
 		if len(hanging) == 0 && !busy {
 			return nil
@@ -190,9 +196,7 @@ func retiredSpans(ctx context.Context, adm *kadm.Client, pattern *regexp.Regexp,
 			continue
 		}
 		retired[t.ProducerID] = t
-		if t.State == "Ongoing" || strings.HasPrefix(t.State, "Prepare") {
-			busy = true
-		}
+		busy = busy || inProgress(t.State)
 	}
 	if len(retired) == 0 {
 		return nil, busy, nil
