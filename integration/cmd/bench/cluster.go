@@ -263,13 +263,17 @@ func (b *bench) waitLagZero(ctx context.Context, group, topic string, timeout ti
 }
 
 // load writes n records of about size bytes into topic, fast: idempotent
-// producer, 10ms linger, batches.
+// producer, 10ms linger, batches of up to -source-batch-bytes.
 func (b *bench) load(ctx context.Context, topic string, size, n int) error {
-	cl, err := kgo.NewClient(b.clientOpts(
+	opts := []kgo.Opt{
 		kgo.DefaultProduceTopic(topic),
-		kgo.ProducerLinger(10*time.Millisecond),
+		kgo.ProducerLinger(10 * time.Millisecond),
 		kgo.MaxBufferedRecords(100_000),
-	)...)
+	}
+	if b.opts.sourceBatchBytes > 0 {
+		opts = append(opts, kgo.ProducerBatchMaxBytes(int32(b.opts.sourceBatchBytes)))
+	}
+	cl, err := kgo.NewClient(b.clientOpts(opts...)...)
 	if err != nil {
 		return fmt.Errorf("creating the loader: %w", err)
 	}

@@ -132,9 +132,12 @@ type options struct {
 	jsonPath        string
 	warmUp          bool
 	warmUpRecords   int
-	warmUpRounds    int
-	trace           bool
-	cpuProfileDir   string
+	// sourceBatchBytes caps the record batches the source topics are
+	// written in (0: franz-go's default, 1 MiB).
+	sourceBatchBytes int
+	warmUpRounds     int
+	trace            bool
+	cpuProfileDir    string
 	// classicWorkers are the extra worker counts at which relay-eos and
 	// classic-eos are compared (the throughput table covers workers).
 	classicWorkers []int
@@ -206,6 +209,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.relayCompression, "relay-compression", "", "client.producer.compression of the relay contenders in the throughput and latency runs (default: the relay's default)")
 	fs.IntVar(&o.memoryLimitMiB, "memory-limit-mib", 0, "soft memory limit of this process, where the relay runs, in MiB, as GOMEMLIMIT would set it (0: the runtime's own, from GOMEMLIMIT); see the README's Memory")
 	fs.StringVar(&o.relayBin, "relay-bin", "", "the relay binary (make build: bin/relay); each relay contender then also runs as its own process over each source topic, for the relay's own peak RSS")
+	fs.IntVar(&o.sourceBatchBytes, "source-batch-bytes", 0, "the largest record batch the source topics are written in (0: franz-go's default, 1 MiB; 16384 is the Java producer's batch.size): a share fetch that acquires part of a batch makes the broker track each of its records apart")
 	fs.IntVar(&o.processRuns, "process-runs", 1, "runs of each relay contender as its own process per size (with -relay-bin)")
 	fs.StringVar(&o.latencyBaseline, "latency-baseline", "", "a bench binary of an earlier commit (make bench builds BENCH_BASELINE's); its latency runs alternate with this one's on the same broker, and the goal is the p99 ratio")
 	fs.IntVar(&o.latencyRounds, "latency-rounds", 3, "rounds of the latency runs (each relay contender, and the baseline's, once a round); the medians are reported")
@@ -276,6 +280,8 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-rate must be at least 1, got %d", o.rate)
 	case o.latency && o.latencyRounds < 1:
 		return o, fmt.Errorf("-latency-rounds must be at least 1, got %d", o.latencyRounds)
+	case o.sourceBatchBytes != 0 && (o.sourceBatchBytes < 1024 || o.sourceBatchBytes > 16<<20):
+		return o, fmt.Errorf("-source-batch-bytes must be between 1024 and %d (0: franz-go's default), got %d", 16<<20, o.sourceBatchBytes)
 	case o.relayBin != "" && o.processRuns < 0:
 		return o, fmt.Errorf("-process-runs must not be negative, got %d", o.processRuns)
 	case o.latency && o.latencyDuration <= 0:
