@@ -74,15 +74,16 @@ lint:
 # a claim ledger with a million claims behind its snapshot. About 25
 # minutes on a 2-core machine (1,000,000 records a size, 5 interleaved
 # runs); BENCH_ARGS='-records 200000 -runs 3' for a quick look.
-# The relay also runs as its own process (bin/relay) for its peak RSS, and
-# the latency runs alternate with those of the bench of BENCH_BASELINE (the
+# The relay also runs as its own process (bin/relay), 3 runs of each mode,
+# for its peak RSS and exactly-once over at-least-once as an operator runs
+# it, and the latency runs alternate with those of the bench of BENCH_BASELINE (the
 # relay of the day the throughput issue was filed), built from git;
 # BENCH_BASELINE= leaves the baseline out.
 BENCH_BASELINE ?= 080df91
 bench: build
 	@rm -f $(BIN)/bench-baseline
 	@if [ -n "$(BENCH_BASELINE)" ]; then integration/build-baseline.sh $(BENCH_BASELINE) $(BIN)/bench-baseline; fi
-	$(GO) run ./integration/cmd/bench -relay-bin $(BIN)/relay $(if $(BENCH_BASELINE),-latency-baseline $(BIN)/bench-baseline) $(BENCH_ARGS)
+	$(GO) run ./integration/cmd/bench -relay-bin $(BIN)/relay -process-runs 3 $(if $(BENCH_BASELINE),-latency-baseline $(BIN)/bench-baseline) $(BENCH_ARGS)
 	$(GO) test -run '^$$' -bench BenchmarkLedgerRestart -benchtime 3x -timeout 30m ./integration/
 
 # The chaos catalogue (integration/chaos): relays as processes, faults by

@@ -52,6 +52,12 @@ type sizeResult struct {
 	// Process are the relay contenders run as their own process, the
 	// shipped binary (-relay-bin): the relay's own peak RSS.
 	Process []contenderResult `json:"relay_process,omitempty"`
+	// ProcessEOSOverALO is relay-eos-bin over relay-alo-bin, paired
+	// (pairedRatio) and as the ratio of the medians: exactly-once's cost
+	// as an operator runs the relay, printed beside the goal (which is
+	// measured on the in-process runs, like every other contender's).
+	ProcessEOSOverALO       float64 `json:"process_eos_over_alo_paired,omitempty"`
+	ProcessEOSOverALOMedian float64 `json:"process_eos_over_alo,omitempty"`
 }
 
 // contenderResult summarises a contender's runs.
@@ -180,6 +186,10 @@ func (b *bench) throughput(ctx context.Context, size int) (sizeResult, error) {
 			if c.isRelay() && len(runs[c.asProcess().name]) > 0 {
 				sr.Process = append(sr.Process, summarize(c.asProcess().name, runs[c.asProcess().name]))
 			}
+		}
+		if eos, alo := runs[relayEOS.asProcess().name], runs[relayALO.asProcess().name]; len(eos) > 0 && len(alo) > 0 {
+			sr.ProcessEOSOverALO = pairedRatio(eos, alo)
+			sr.ProcessEOSOverALOMedian = ratio(summarize("", eos).Median, summarize("", alo).Median)
 		}
 	}
 
@@ -444,6 +454,9 @@ func printSize(w io.Writer, sr sizeResult) {
 		for _, c := range sr.Process {
 			fmt.Fprintf(w, "%-7s %-13s %7d %4d %13.0f %9.0f %9.0f %12.0f\n",
 				fmt.Sprintf("%d B", sr.Size), c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, c.PeakRSSMB)
+		}
+		if sr.ProcessEOSOverALO > 0 {
+			fmt.Fprintf(w, "relay-eos-bin/relay-alo-bin: %.2f paired (%.2f of the medians)\n", sr.ProcessEOSOverALO, sr.ProcessEOSOverALOMedian)
 		}
 		printWarnings(w, sr.Process...)
 	}

@@ -126,3 +126,22 @@ func TestCPUTicksCountIdleAndIOWaitOfTheMachine(t *testing.T) {
 		t.Fatalf("cpuTicks of another line = %d, %d; want zeros", idle, all)
 	}
 }
+
+// The relay's own process runs print exactly-once over at-least-once
+// beside their table, paired run by run.
+func TestProcessRunsPrintExactlyOnceOverAtLeastOnce(t *testing.T) {
+	run := func(i int, rate float64) runResult { return runResult{Run: i, RecPerSec: rate} }
+	alo := []runResult{run(1, 100), run(2, 200), run(3, 300)}
+	eos := []runResult{run(1, 90), run(2, 100), run(3, 240)} // 0.9, 0.5, 0.8
+	sr := sizeResult{Size: 200, Records: 10,
+		Process:           []contenderResult{summarize("relay-alo-bin", alo), summarize("relay-eos-bin", eos)},
+		ProcessEOSOverALO: pairedRatio(eos, alo), ProcessEOSOverALOMedian: ratio(summarize("", eos).Median, summarize("", alo).Median)}
+	if sr.ProcessEOSOverALO != 0.8 || sr.ProcessEOSOverALOMedian != 0.5 {
+		t.Fatalf("paired %v, of medians %v; want 0.8 (median of 0.9, 0.5, 0.8) and 0.5 (100/200)", sr.ProcessEOSOverALO, sr.ProcessEOSOverALOMedian)
+	}
+	var b strings.Builder
+	printSize(&b, sr)
+	if want := "relay-eos-bin/relay-alo-bin: 0.80 paired (0.50 of the medians)"; !strings.Contains(b.String(), want) {
+		t.Fatalf("printed:\n%s\nwant a line %q", b.String(), want)
+	}
+}
