@@ -120,6 +120,11 @@ import (
 	"github.com/sharerelay/sharerelay/config"
 )
 
+// sourceRecordOverhead is what a record batch of the source topics holds
+// beyond one record's value: the batch header (61 bytes), the record's
+// framing and its key, with room to spare.
+const sourceRecordOverhead = 1024
+
 // options are the command's flags.
 type options struct {
 	records         int
@@ -132,12 +137,13 @@ type options struct {
 	jsonPath        string
 	warmUp          bool
 	warmUpRecords   int
+	warmUpRounds    int
+	trace           bool
+	cpuProfileDir   string
+
 	// sourceBatchBytes caps the record batches the source topics are
 	// written in (0: franz-go's default, 1 MiB).
 	sourceBatchBytes int
-	warmUpRounds     int
-	trace            bool
-	cpuProfileDir    string
 	// classicWorkers are the extra worker counts at which relay-eos and
 	// classic-eos are compared (the throughput table covers workers).
 	classicWorkers []int
@@ -280,8 +286,9 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-rate must be at least 1, got %d", o.rate)
 	case o.latency && o.latencyRounds < 1:
 		return o, fmt.Errorf("-latency-rounds must be at least 1, got %d", o.latencyRounds)
-	case o.sourceBatchBytes != 0 && (o.sourceBatchBytes < 1024 || o.sourceBatchBytes > 16<<20):
-		return o, fmt.Errorf("-source-batch-bytes must be between 1024 and %d (0: franz-go's default), got %d", 16<<20, o.sourceBatchBytes)
+	case o.sourceBatchBytes != 0 && (o.sourceBatchBytes < slices.Max(o.sizes)+sourceRecordOverhead || o.sourceBatchBytes > 16<<20):
+		return o, fmt.Errorf("-source-batch-bytes must hold one record of the largest of -sizes (at least %d) and be at most %d (0: franz-go's default), got %d",
+			slices.Max(o.sizes)+sourceRecordOverhead, 16<<20, o.sourceBatchBytes)
 	case o.relayBin != "" && o.processRuns < 0:
 		return o, fmt.Errorf("-process-runs must not be negative, got %d", o.processRuns)
 	case o.latency && o.latencyDuration <= 0:

@@ -187,10 +187,7 @@ func (b *bench) throughput(ctx context.Context, size int) (sizeResult, error) {
 				sr.Process = append(sr.Process, summarize(c.asProcess().name, runs[c.asProcess().name]))
 			}
 		}
-		if eos, alo := runs[relayEOS.asProcess().name], runs[relayALO.asProcess().name]; len(eos) > 0 && len(alo) > 0 {
-			sr.ProcessEOSOverALO = pairedRatio(eos, alo)
-			sr.ProcessEOSOverALOMedian = ratio(summarize("", eos).Median, summarize("", alo).Median)
-		}
+		sr.ProcessEOSOverALO, sr.ProcessEOSOverALOMedian = pairedAndOfMedians(runs[relayEOS.asProcess().name], runs[relayALO.asProcess().name])
 	}
 
 	medians := make(map[string]float64)
@@ -230,6 +227,15 @@ func pairedRatio(a, b []runResult) float64 {
 	}
 	slices.Sort(rs)
 	return median(rs)
+}
+
+// pairedAndOfMedians is a's records/s over b's, paired (pairedRatio) and
+// as the ratio of the two medians; 0, 0 when either has no runs.
+func pairedAndOfMedians(a, b []runResult) (paired, ofMedians float64) {
+	if len(a) == 0 || len(b) == 0 {
+		return 0, 0
+	}
+	return pairedRatio(a, b), ratio(summarize("", a).Median, summarize("", b).Median)
 }
 
 // ratioPair is a ratio of two contenders' medians.

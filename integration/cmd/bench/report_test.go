@@ -134,8 +134,8 @@ func TestProcessRunsPrintExactlyOnceOverAtLeastOnce(t *testing.T) {
 	alo := []runResult{run(1, 100), run(2, 200), run(3, 300)}
 	eos := []runResult{run(1, 90), run(2, 100), run(3, 240)} // 0.9, 0.5, 0.8
 	sr := sizeResult{Size: 200, Records: 10,
-		Process:           []contenderResult{summarize("relay-alo-bin", alo), summarize("relay-eos-bin", eos)},
-		ProcessEOSOverALO: pairedRatio(eos, alo), ProcessEOSOverALOMedian: ratio(summarize("", eos).Median, summarize("", alo).Median)}
+		Process: []contenderResult{summarize("relay-alo-bin", alo), summarize("relay-eos-bin", eos)}}
+	sr.ProcessEOSOverALO, sr.ProcessEOSOverALOMedian = pairedAndOfMedians(eos, alo)
 	if sr.ProcessEOSOverALO != 0.8 || sr.ProcessEOSOverALOMedian != 0.5 {
 		t.Fatalf("paired %v, of medians %v; want 0.8 (median of 0.9, 0.5, 0.8) and 0.5 (100/200)", sr.ProcessEOSOverALO, sr.ProcessEOSOverALOMedian)
 	}
@@ -143,5 +143,18 @@ func TestProcessRunsPrintExactlyOnceOverAtLeastOnce(t *testing.T) {
 	printSize(&b, sr)
 	if want := "relay-eos-bin/relay-alo-bin: 0.80 paired (0.50 of the medians)"; !strings.Contains(b.String(), want) {
 		t.Fatalf("printed:\n%s\nwant a line %q", b.String(), want)
+	}
+	if p, m := pairedAndOfMedians(eos, nil); p != 0 || m != 0 {
+		t.Fatalf("without at-least-once runs: %v, %v; want 0, 0 (and no line)", p, m)
+	}
+}
+
+// -source-batch-bytes must hold one record of the largest size.
+func TestSourceBatchBytesMustHoldARecord(t *testing.T) {
+	if _, err := parseFlags([]string{"-sizes", "200,1024", "-source-batch-bytes", "2048"}); err != nil {
+		t.Fatalf("2048 for 1024 B values: %v", err)
+	}
+	if _, err := parseFlags([]string{"-sizes", "200,1024", "-source-batch-bytes", "1500"}); err == nil || !strings.Contains(err.Error(), "-source-batch-bytes") {
+		t.Fatalf("1500 for 1024 B values: %v, want an error naming -source-batch-bytes", err)
 	}
 }
