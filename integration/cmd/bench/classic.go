@@ -16,18 +16,17 @@ import (
 // team would write without share groups, with franz-go's
 // GroupTransactSession — a classic consumer group (read_committed), each
 // poll transformed (t.delay per record, sequentially), produced and
-// committed with its offsets in one transaction. It can use at most one
-// consumer per partition; extra consumers sit idle.
+// committed with its offsets in one transaction — or classic-alo, the
+// same loop without the transaction. It can use at most one consumer per
+// partition; extra consumers sit idle.
 func (b *bench) runClassic(ctx context.Context, t trial, tr *tracker, tc *traceCollector) error {
 	wctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
 	failed := make(chan error, t.workers)
 	for i := range t.workers {
-		s, err := kgo.NewGroupTransactSession(b.clientOpts(
+		opts := b.clientOpts(
 			kgo.ClientID(fmt.Sprintf("%s-%d", t.name, i)),
-			kgo.TransactionalID(fmt.Sprintf("%s-%d", t.name, i)),
-			kgo.TransactionTimeout(10*time.Second),
 			kgo.ConsumerGroup(t.name),
 			kgo.ConsumeTopics(t.source),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -35,13 +34,32 @@ func (b *bench) runClassic(ctx context.Context, t trial, tr *tracker, tc *traceC
 			kgo.RequiredAcks(kgo.AllISRAcks()),
 			kgo.ProducerLinger(0),
 			tc.hooks(),
-		)...)
-		if err != nil {
-			return fmt.Errorf("creating classic consumer %d: %w", i, err)
+		)
+		var (
+			loop        func(context.Context) error
+			closeClient func()
+		)
+		if t.c.noTxn {
+			cl, err := kgo.NewClient(append(opts, kgo.DisableAutoCommit())...)
+			if err != nil {
+				return fmt.Errorf("creating classic consumer %d: %w", i, err)
+			}
+			loop = func(ctx context.Context) error { return classicALOLoop(ctx, cl, t, tr) }
+			closeClient = cl.Close
+		} else {
+			s, err := kgo.NewGroupTransactSession(append(opts,
+				kgo.TransactionalID(fmt.Sprintf("%s-%d", t.name, i)),
+				kgo.TransactionTimeout(10*time.Second),
+			)...)
+			if err != nil {
+				return fmt.Errorf("creating classic consumer %d: %w", i, err)
+			}
+			loop = func(ctx context.Context) error { return classicLoop(ctx, s, t, tr) }
+			closeClient = s.Close
 		}
 		wg.Go(func() {
-			defer s.Close()
-			if err := classicLoop(wctx, s, t, tr); err != nil {
+			defer closeClient()
+			if err := loop(wctx); err != nil {
 				failed <- fmt.Errorf("consumer %d: %w", i, err)
 			}
 		})
@@ -53,20 +71,10 @@ func (b *bench) runClassic(ctx context.Context, t trial, tr *tracker, tc *traceC
 // classicLoop is one consumer of the classic-eos contender.
 func classicLoop(ctx context.Context, s *kgo.GroupTransactSession, t trial, tr *tracker) error {
 	for {
-		fs := s.PollRecords(ctx, t.maxRecords)
+		recs := classicPoll(ctx, s.PollRecords(ctx, t.maxRecords), t)
 		if ctx.Err() != nil {
 			return nil
 		}
-		var ferr error
-		fs.EachError(func(topic string, p int32, err error) {
-			if ferr == nil && !errors.Is(err, context.Canceled) {
-				ferr = fmt.Errorf("fetching %s[%d]: %w", topic, p, err)
-			}
-		})
-		if ferr != nil {
-			progress("warning: classic-eos: %v", ferr)
-		}
-		recs := fs.Records()
 		if len(recs) == 0 {
 			continue
 		}
@@ -74,15 +82,7 @@ func classicLoop(ctx context.Context, s *kgo.GroupTransactSession, t trial, tr *
 		if err := s.Begin(); err != nil {
 			return fmt.Errorf("begin: %w", err)
 		}
-		outs := make([]*kgo.Record, len(recs))
-		for i, r := range recs {
-			if t.delay > 0 {
-				time.Sleep(t.delay) // the transform
-			}
-			src := lineage.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
-			outs[i] = &kgo.Record{Topic: t.output, Key: r.Key, Value: r.Value, Headers: lineage.SetSource(r.Headers, src)}
-		}
-		perr := s.ProduceSync(ctx, outs...).FirstErr()
+		perr := s.ProduceSync(ctx, classicOutputs(recs, t)...).FirstErr()
 		committed, err := s.End(ctx, kgo.TransactionEndTry(perr == nil))
 		if ctx.Err() != nil {
 			return nil
@@ -95,6 +95,64 @@ func classicLoop(ctx context.Context, s *kgo.GroupTransactSession, t trial, tr *
 			tr.ack(len(recs))
 		}
 	}
+}
+
+// classicALOLoop is one consumer of the classic-alo contender: the same
+// loop as classic-eos without the transaction — each poll produced
+// (idempotent), then its offsets committed.
+func classicALOLoop(ctx context.Context, cl *kgo.Client, t trial, tr *tracker) error {
+	for {
+		recs := classicPoll(ctx, cl.PollRecords(ctx, t.maxRecords), t)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if len(recs) == 0 {
+			continue
+		}
+		tr.receive(len(recs))
+		if err := cl.ProduceSync(ctx, classicOutputs(recs, t)...).FirstErr(); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("produce: %w", err)
+		}
+		if err := cl.CommitRecords(ctx, recs...); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("commit: %w", err)
+		}
+		tr.ack(len(recs))
+	}
+}
+
+// classicPoll returns the records of a classic contender's poll, after
+// printing its first fetch error as a warning (franz-go retries it).
+func classicPoll(ctx context.Context, fs kgo.Fetches, t trial) []*kgo.Record {
+	var ferr error
+	fs.EachError(func(topic string, p int32, err error) {
+		if ferr == nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+			ferr = fmt.Errorf("fetching %s[%d]: %w", topic, p, err)
+		}
+	})
+	if ferr != nil {
+		progress("warning: %s: %v", t.c.name, ferr)
+	}
+	return fs.Records()
+}
+
+// classicOutputs transforms the records of a classic contender's poll
+// (t.delay per record, sequentially) into their outputs.
+func classicOutputs(recs []*kgo.Record, t trial) []*kgo.Record {
+	outs := make([]*kgo.Record, len(recs))
+	for i, r := range recs {
+		if t.delay > 0 {
+			time.Sleep(t.delay) // the transform
+		}
+		src := lineage.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+		outs[i] = &kgo.Record{Topic: t.output, Key: r.Key, Value: r.Value, Headers: lineage.SetSource(r.Headers, src)}
+	}
+	return outs
 }
 
 // awaitAcked waits until tr has every record acknowledged (no share-group

@@ -21,10 +21,6 @@ import (
 	"github.com/sharerelay/sharerelay/lineage"
 )
 
-// maxRecords is the poll size of the hand-written contenders (raw-share,
-// copier, classic-eos); the relay runs with its own defaults.
-const maxRecords = 500
-
 // Timeouts of one contender run.
 const (
 	// stallTimeout aborts a run that acknowledged nothing for this long.
@@ -40,6 +36,7 @@ type contender struct {
 	delivery string // relay contenders: config.AtLeastOnce or config.ExactlyOnce
 	produces bool   // writes an output topic (checked afterwards)
 	classic  bool   // a classic consumer group, not a share group
+	noTxn    bool   // classic: no transaction; offsets committed after the produce
 	// process: the relay runs as its own process, the shipped binary
 	// (-relay-bin), instead of inside the bench.
 	process bool
@@ -51,8 +48,11 @@ var (
 	relayALO   = contender{name: "relay-alo", delivery: config.AtLeastOnce, produces: true}
 	relayEOS   = contender{name: "relay-eos", delivery: config.ExactlyOnce, produces: true}
 	classicEOS = contender{name: "classic-eos", produces: true, classic: true}
+	// classicALO is classic-eos without the transaction: what Kafka's
+	// exactly-once costs a hand-written loop, for reference.
+	classicALO = contender{name: "classic-alo", produces: true, classic: true, noTxn: true}
 
-	contenders = []contender{rawShare, copier, relayALO, relayEOS, classicEOS}
+	contenders = []contender{rawShare, copier, relayALO, relayEOS, classicEOS, classicALO}
 )
 
 func (c contender) isRelay() bool { return c.delivery != "" }
@@ -151,7 +151,7 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 		t.workers = b.opts.workers
 	}
 	if t.maxRecords == 0 && !t.c.isRelay() {
-		t.maxRecords = maxRecords
+		t.maxRecords = b.opts.handMaxRecords
 	}
 	if !t.c.classic {
 		if err := b.newGroup(ctx, t.name); err != nil {

@@ -19,7 +19,7 @@
 //
 // Throughput. For each value size (-sizes) a source topic of 3 partitions
 // is loaded once with -records records (keyed, JSON values with an id).
-// Then five contenders read that same topic, each through its own fresh
+// Then six contenders read that same topic, each through its own fresh
 // group, until every record is acknowledged:
 //
 //	raw-share    franz-go share consumers that accept every record
@@ -36,6 +36,17 @@
 //	             groups: franz-go's GroupTransactSession on a classic
 //	             consumer group, read_committed, each poll produced and
 //	             committed with its offsets in one transaction
+//	classic-alo  the same loop without the transaction: each poll
+//	             produced (idempotent, acks=all), then its offsets
+//	             committed; classic-eos/classic-alo is what Kafka's
+//	             exactly-once costs a hand-written loop on this machine
+//
+// The hand-written contenders (raw-share, copier, classic-eos,
+// classic-alo) poll -hand-max-records records at a time, by default the
+// relay's batch.max_records, so that every contender moves as many
+// records per poll and a transaction of classic-eos holds as many records
+// as one poll of the relay (Kafka's own max.poll.records default, 500,
+// makes them pay their per-poll costs four times as often).
 //
 // A warm-up (-warmup) first runs every contender, untimed, -warmup-rounds
 // times over a topic of -warmup-records, then relay-eos once more over it
@@ -141,6 +152,9 @@ type options struct {
 	trace           bool
 	cpuProfileDir   string
 
+	// handMaxRecords is the poll size of the hand-written contenders
+	// (raw-share, copier, classic-eos, classic-alo).
+	handMaxRecords int
 	// sourceBatchBytes caps the record batches the source topics are
 	// written in (0: franz-go's default, 1 MiB).
 	sourceBatchBytes int
@@ -215,6 +229,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.relayCompression, "relay-compression", "", "client.producer.compression of the relay contenders in the throughput and latency runs (default: the relay's default)")
 	fs.IntVar(&o.memoryLimitMiB, "memory-limit-mib", 0, "soft memory limit of this process, where the relay runs, in MiB, as GOMEMLIMIT would set it (0: the runtime's own, from GOMEMLIMIT); see the README's Memory")
 	fs.StringVar(&o.relayBin, "relay-bin", "", "the relay binary (make build: bin/relay); each relay contender then also runs as its own process over each source topic, for the relay's own peak RSS")
+	fs.IntVar(&o.handMaxRecords, "hand-max-records", config.DefaultMaxRecords, "records per poll of the hand-written contenders (raw-share, copier, classic-eos, classic-alo); the default is the relay's batch.max_records, Kafka's max.poll.records default is 500")
 	fs.IntVar(&o.sourceBatchBytes, "source-batch-bytes", 0, "the largest record batch the source topics are written in (0: franz-go's default, 1 MiB; 16384 is the Java producer's batch.size): a share fetch that acquires part of a batch makes the broker track each of its records apart")
 	fs.IntVar(&o.processRuns, "process-runs", 1, "runs of each relay contender as its own process per size (with -relay-bin)")
 	fs.StringVar(&o.latencyBaseline, "latency-baseline", "", "a bench binary of an earlier commit (make bench builds BENCH_BASELINE's); its latency runs alternate with this one's on the same broker, and the goal is the p99 ratio")
@@ -280,6 +295,8 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-warmup-records and -warmup-rounds must be at least 1")
 	case o.runs < 1:
 		return o, fmt.Errorf("-runs must be at least 1, got %d", o.runs)
+	case o.handMaxRecords < 1 || o.handMaxRecords > config.MaxMaxRecords:
+		return o, fmt.Errorf("-hand-max-records must be between 1 and %d (the relay's batch.max_records range), got %d", config.MaxMaxRecords, o.handMaxRecords)
 	case o.workers < 1 || o.workers > config.MaxWorkers:
 		return o, fmt.Errorf("-workers must be between 1 and %d, got %d", config.MaxWorkers, o.workers)
 	case o.latency && o.rate < 1:
@@ -384,12 +401,12 @@ func run(ctx context.Context, opts options) (err error) {
 		return err
 	}
 	defer b.close()
-	progress("broker %s (%s, %s); %d records per size, sizes %v, %d runs, %d workers; this process's memory limit %s",
-		strings.Join(br.seeds, ","), br.kind, br.recordLocksNote(), opts.records, opts.sizes, opts.runs, opts.workers, memoryLimitNote())
+	progress("broker %s (%s, %s); %d records per size, sizes %v, %d runs, %d workers, hand-written contenders poll %d records; this process's memory limit %s",
+		strings.Join(br.seeds, ","), br.kind, br.recordLocksNote(), opts.records, opts.sizes, opts.runs, opts.workers, opts.handMaxRecords, memoryLimitNote())
 
 	res := results{
 		Started: began.UTC(), Broker: br.kind, BrokerRecordLocks: br.recordLocks, MemoryLimitMiB: memoryLimitMiB(), Records: opts.records, Runs: opts.runs,
-		Workers: opts.workers, Sizes: opts.sizes,
+		Workers: opts.workers, Sizes: opts.sizes, HandMaxRecords: opts.handMaxRecords,
 	}
 	if opts.warmUp {
 		if err := b.warmUp(ctx); err != nil {

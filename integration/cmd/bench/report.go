@@ -15,16 +15,18 @@ import (
 
 // results is everything measured, as written by -json.
 type results struct {
-	Started    time.Time       `json:"started"`
-	Elapsed    string          `json:"elapsed"`
-	Broker     string          `json:"broker"`
-	Records    int             `json:"records"`
-	Runs       int             `json:"runs"`
-	Workers    int             `json:"workers"`
-	Sizes      []int           `json:"sizes"`
-	Throughput []sizeResult    `json:"throughput"`
-	Classic    []classicResult `json:"classic,omitempty"`
-	Scaling    *scalingResult  `json:"scaling,omitempty"`
+	Started time.Time `json:"started"`
+	Elapsed string    `json:"elapsed"`
+	Broker  string    `json:"broker"`
+	Records int       `json:"records"`
+	Runs    int       `json:"runs"`
+	Workers int       `json:"workers"`
+	Sizes   []int     `json:"sizes"`
+	// HandMaxRecords is the poll size of the hand-written contenders.
+	HandMaxRecords int             `json:"hand_max_records"`
+	Throughput     []sizeResult    `json:"throughput"`
+	Classic        []classicResult `json:"classic,omitempty"`
+	Scaling        *scalingResult  `json:"scaling,omitempty"`
 	// Latency are the medians over the latency rounds; LatencyBaseline
 	// the baseline bench's (-latency-baseline), run side by side.
 	Latency         []latencyResult `json:"latency,omitempty"`
@@ -247,6 +249,7 @@ func (r ratioPair) key() string { return r.a + "/" + r.b }
 var ratioPairs = []ratioPair{
 	{relayALO.name, copier.name}, {relayEOS.name, copier.name}, {relayEOS.name, relayALO.name},
 	{relayEOS.name, classicEOS.name}, {copier.name, rawShare.name}, {relayEOS.name, rawShare.name},
+	{classicEOS.name, classicALO.name},
 }
 
 // compareClassic runs relay-eos and classic-eos at a worker count over a

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -156,5 +158,32 @@ func TestSourceBatchBytesMustHoldARecord(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"-sizes", "200,1024", "-source-batch-bytes", "1500"}); err == nil || !strings.Contains(err.Error(), "-source-batch-bytes") {
 		t.Fatalf("1500 for 1024 B values: %v, want an error naming -source-batch-bytes", err)
+	}
+}
+
+// The hand-written contenders poll as many records as the relay by
+// default, and classic-eos is reported over classic-alo, its loop without
+// the transaction.
+func TestHandWrittenContendersPollAsManyAsTheRelay(t *testing.T) {
+	o, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.handMaxRecords != config.DefaultMaxRecords {
+		t.Fatalf("-hand-max-records defaults to %d, want the relay's batch.max_records %d", o.handMaxRecords, config.DefaultMaxRecords)
+	}
+	if o, err := parseFlags([]string{"-hand-max-records", "500"}); err != nil || o.handMaxRecords != 500 {
+		t.Fatalf("-hand-max-records 500: %d, %v", o.handMaxRecords, err)
+	}
+	for _, bad := range []string{"0", strconv.Itoa(config.MaxMaxRecords + 1)} {
+		if _, err := parseFlags([]string{"-hand-max-records", bad}); err == nil || !strings.Contains(err.Error(), "-hand-max-records") {
+			t.Fatalf("-hand-max-records %s: %v, want an error naming the flag", bad, err)
+		}
+	}
+	if _, err := parseFlags([]string{"-contenders", "classic-eos,classic-alo"}); err != nil {
+		t.Fatalf("classic-alo is a contender: %v", err)
+	}
+	if !slices.Contains(ratioPairs, ratioPair{classicEOS.name, classicALO.name}) {
+		t.Fatalf("ratioPairs %v: want classic-eos/classic-alo", ratioPairs)
 	}
 }
