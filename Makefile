@@ -70,9 +70,10 @@ lint:
 
 # Throughput and latency side by side (raw share consume, hand-written
 # copier, relay at-least-once, relay exactly-once, a classic consumer-group
-# exactly-once copier), then the restart time of
-# a claim ledger with a million claims behind its snapshot. About 25
-# minutes on a 2-core machine (1,000,000 records a size, 5 interleaved
+# exactly-once copier and its loop without the transaction; the
+# hand-written ones poll as many records as the relay), then the restart
+# time of a claim ledger with a million claims behind its snapshot. About
+# 30 minutes on a 2-core machine (1,000,000 records a size, 5 interleaved
 # runs); BENCH_ARGS='-records 200000 -runs 3' for a quick look.
 # The relay also runs as its own process (bin/relay), 3 runs of each mode,
 # for its peak RSS and exactly-once over at-least-once as an operator runs
