@@ -44,7 +44,9 @@ func (b *bench) runClassic(ctx context.Context, t trial, tr *tracker, tc *traceC
 			if err != nil {
 				return fmt.Errorf("creating classic consumer %d: %w", i, err)
 			}
-			loop = func(ctx context.Context) error { return classicALOLoop(ctx, cl, t, tr) }
+			loop = func(ctx context.Context) error {
+				return classicLoop(ctx, cl.PollRecords, produceThenCommit(cl, t), t, tr)
+			}
 			closeClient = cl.Close
 		} else {
 			s, err := kgo.NewGroupTransactSession(append(opts,
@@ -54,7 +56,7 @@ func (b *bench) runClassic(ctx context.Context, t trial, tr *tracker, tc *traceC
 			if err != nil {
 				return fmt.Errorf("creating classic consumer %d: %w", i, err)
 			}
-			loop = func(ctx context.Context) error { return classicLoop(ctx, s, t, tr) }
+			loop = func(ctx context.Context) error { return classicLoop(ctx, s.PollRecords, transactWrite(s, t), t, tr) }
 			closeClient = s.Close
 		}
 		wg.Go(func() {
@@ -68,10 +70,12 @@ func (b *bench) runClassic(ctx context.Context, t trial, tr *tracker, tc *traceC
 	return b.awaitAcked(ctx, t, tr, failed)
 }
 
-// classicLoop is one consumer of the classic-eos contender.
-func classicLoop(ctx context.Context, s *kgo.GroupTransactSession, t trial, tr *tracker) error {
+// classicLoop is one consumer of a classic contender: each poll's records
+// are transformed and handed to write, which reports whether they were
+// committed; poll is the consumer's PollRecords.
+func classicLoop(ctx context.Context, poll func(context.Context, int) kgo.Fetches, write func(context.Context, []*kgo.Record) (bool, error), t trial, tr *tracker) error {
 	for {
-		recs := classicPoll(ctx, s.PollRecords(ctx, t.maxRecords), t)
+		recs := classicPoll(ctx, poll(ctx, t.maxRecords), t)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -79,17 +83,12 @@ func classicLoop(ctx context.Context, s *kgo.GroupTransactSession, t trial, tr *
 			continue
 		}
 		tr.receive(len(recs))
-		if err := s.Begin(); err != nil {
-			return fmt.Errorf("begin: %w", err)
-		}
-		perr := s.ProduceSync(ctx, classicOutputs(recs, t)...).FirstErr()
-		committed, err := s.End(ctx, kgo.TransactionEndTry(perr == nil))
+		committed, err := write(ctx, recs)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err != nil {
-			progress("warning: classic-eos: ending a transaction of %d records: %v", len(recs), err)
-			continue
+			return err
 		}
 		if committed {
 			tr.ack(len(recs))
@@ -97,32 +96,34 @@ func classicLoop(ctx context.Context, s *kgo.GroupTransactSession, t trial, tr *
 	}
 }
 
-// classicALOLoop is one consumer of the classic-alo contender: the same
-// loop as classic-eos without the transaction — each poll produced
+// transactWrite is classic-eos's write: the poll's outputs produced and
+// its offsets committed in one transaction. A transaction that cannot end
+// is reported and its records left to be fetched again.
+func transactWrite(s *kgo.GroupTransactSession, t trial) func(context.Context, []*kgo.Record) (bool, error) {
+	return func(ctx context.Context, recs []*kgo.Record) (bool, error) {
+		if err := s.Begin(); err != nil {
+			return false, fmt.Errorf("begin: %w", err)
+		}
+		perr := s.ProduceSync(ctx, classicOutputs(recs, t)...).FirstErr()
+		committed, err := s.End(ctx, kgo.TransactionEndTry(perr == nil))
+		if err != nil && ctx.Err() == nil {
+			progress("warning: classic-eos: ending a transaction of %d records: %v", len(recs), err)
+		}
+		return committed && err == nil, nil
+	}
+}
+
+// produceThenCommit is classic-alo's write: the poll's outputs produced
 // (idempotent), then its offsets committed.
-func classicALOLoop(ctx context.Context, cl *kgo.Client, t trial, tr *tracker) error {
-	for {
-		recs := classicPoll(ctx, cl.PollRecords(ctx, t.maxRecords), t)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if len(recs) == 0 {
-			continue
-		}
-		tr.receive(len(recs))
+func produceThenCommit(cl *kgo.Client, t trial) func(context.Context, []*kgo.Record) (bool, error) {
+	return func(ctx context.Context, recs []*kgo.Record) (bool, error) {
 		if err := cl.ProduceSync(ctx, classicOutputs(recs, t)...).FirstErr(); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("produce: %w", err)
+			return false, fmt.Errorf("produce: %w", err)
 		}
 		if err := cl.CommitRecords(ctx, recs...); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("commit: %w", err)
+			return false, fmt.Errorf("commit: %w", err)
 		}
-		tr.ack(len(recs))
+		return true, nil
 	}
 }
 
