@@ -15,7 +15,12 @@ const (
 	DefaultMaxRecords         = 2000
 	DefaultPollTimeout        = time.Second
 	DefaultConsumers          = 4
-	DefaultAcquireMode        = AcquireRecordLimit
+	DefaultAcquireMode        = AcquireAuto
+	// AutoWholeBatchesMinRecords is the smallest batch.max_records for
+	// which acquire_mode auto may choose batch_optimized: below it the
+	// pipeline asks for small polls (slow transforms), and a whole source
+	// batch would be many times the poll it asked for.
+	AutoWholeBatchesMinRecords = 1000
 	// DefaultLinger is batch.linger: a worker writes what is ready. A
 	// linger of 20ms with exactly-once (the default until 2026-12-04)
 	// gave fewer, larger transactions but slower exactly-once: on the
@@ -53,7 +58,7 @@ const (
 //	output.transaction_timeout       10s
 //	dead_letter.ack                  accept
 //	batch.max_records                2000
-//	batch.acquire_mode               record_limit
+//	batch.acquire_mode               auto
 //	batch.poll_timeout               1s
 //	batch.consumers                  4
 //	batch.linger                     0 (none)

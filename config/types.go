@@ -107,8 +107,11 @@ type DeadLetter struct {
 	Ack string `yaml:"ack" json:"ack"`
 }
 
-// Acquire modes of a share consumer (Batch.AcquireMode).
+// Acquire modes of a share consumer (Batch.AcquireMode). AcquireAuto is
+// not a broker mode: the relay resolves it at start to one of the other
+// two (relay.AcquireModeFor).
 const (
+	AcquireAuto           = "auto"
 	AcquireBatchOptimized = "batch_optimized"
 	AcquireRecordLimit    = "record_limit"
 )
@@ -130,19 +133,26 @@ type Batch struct {
 	MaxRecords int `yaml:"max_records" json:"max_records"`
 	// AcquireMode is how the broker cuts what a share fetch acquires
 	// (KIP-1206, the Java consumer's share.acquire.mode). record_limit
-	// (default) acquires up to MaxRecords, splitting a record batch, and
-	// every consumer that acquires part of a batch receives and
-	// decompresses all of it: up to several times the fetch work with
-	// large source batches (franz-go producers write up to 1 MiB a
-	// batch). batch_optimized (Kafka's default) acquires whole record
-	// batches, so MaxRecords is a soft bound: less fetch work, and faster
-	// at-least-once with large source batches, but polls of very uneven
-	// size, which made exactly-once slower and erratic in make bench (see
-	// the README). Keep record_limit with a small MaxRecords for slow
-	// transforms, so that a backlog spreads over every worker. In both
-	// modes a consumer fetches only inside a poll and the worker takes
-	// every record of it, so no acquired record waits in the client where
-	// nothing renews its lock.
+	// acquires up to MaxRecords, splitting a record batch, and every
+	// consumer that acquires part of a batch receives and decompresses
+	// all of it, while the broker tracks and acknowledges each record of
+	// that batch apart: up to several times the fetch work with large
+	// source batches (franz-go producers write up to 1 MiB a batch).
+	// batch_optimized (Kafka's default) acquires whole record batches, so
+	// MaxRecords is a soft bound: less work for client and broker, but
+	// polls of uneven size that take thousands of record locks at once
+	// with small records, and slow and erratic when the group runs short
+	// of locks. auto (default) resolves at start to batch_optimized when
+	// the group may lock what this instance asks for (workers ×
+	// consumers × MaxRecords, the record locks of all source partitions)
+	// and the pipeline asks for large polls (MaxRecords ≥
+	// AutoWholeBatchesMinRecords, TransformConcurrency 1), to
+	// record_limit otherwise: a small MaxRecords or a
+	// TransformConcurrency above 1 is how a pipeline with slow transforms
+	// spreads a backlog over every worker, which whole batches would
+	// undo. In every mode a consumer fetches only inside a poll and the
+	// worker takes every record of it, so no acquired record waits in the
+	// client where nothing renews its lock.
 	AcquireMode string `yaml:"acquire_mode" json:"acquire_mode"`
 	// PollTimeout bounds one poll (default 1s); an empty poll just loops.
 	PollTimeout time.Duration `yaml:"poll_timeout" json:"poll_timeout"`

@@ -160,8 +160,8 @@ func (v *validator) validate() {
 	if b := p.Batch; b.MaxRecords < 1 || b.MaxRecords > MaxMaxRecords {
 		v.add("batch.max_records", "must be between 1 and %d, got %s", MaxMaxRecords, v.showAny("batch.max_records", b.MaxRecords))
 	}
-	if m := p.Batch.AcquireMode; m != AcquireBatchOptimized && m != AcquireRecordLimit {
-		v.add("batch.acquire_mode", "must be %s or %s, got %s", AcquireBatchOptimized, AcquireRecordLimit, v.show("batch.acquire_mode", m))
+	if m := p.Batch.AcquireMode; m != AcquireAuto && m != AcquireBatchOptimized && m != AcquireRecordLimit {
+		v.add("batch.acquire_mode", "must be %s, %s or %s, got %s", AcquireAuto, AcquireBatchOptimized, AcquireRecordLimit, v.show("batch.acquire_mode", m))
 	}
 	if p.Batch.PollTimeout <= 0 {
 		v.add("batch.poll_timeout", "must be greater than 0, got %s", v.showAny("batch.poll_timeout", p.Batch.PollTimeout))

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 	"github.com/sharerelay/sharerelay/internal/failpoint"
 )
 
-// With batch.acquire_mode batch_optimized (the default) a share fetch
+// With batch.acquire_mode batch_optimized a share fetch
 // acquires whole source batches: here one batch of 1,000 records against
 // a max_records of 40. The worker takes all of the fetch into its batch and
 // renews its locks, so a batch that takes longer than the lock (10 s of
@@ -65,6 +66,49 @@ func TestRealBrokerAFetchOfWholeSourceBatchesIsHeldAndRenewedByTheWorker(t *test
 			}
 			if txns < c.minTxns || txns > c.maxTxns {
 				t.Errorf("%d transactions committed; want %d to %d", txns, c.minTxns, c.maxTxns)
+			}
+		})
+	}
+}
+
+// batch.acquire_mode auto (the default) acquires whole source batches
+// when the group may lock what the instance asks for, and splits them
+// (record_limit) when it may not: one source batch of 3,000 records, polls
+// of 1,000, 2 consumers (2,000 records asked for). With 4,000 locks the
+// first poll takes the whole batch, one or two transactions; with 1,500
+// each poll takes at most 1,000, three transactions or more. Both relay
+// exactly once, and the relay logs the mode it chose and why.
+func TestRealBrokerAutoAcquiresWholeBatchesOnlyWhenTheGroupMayLockThem(t *testing.T) {
+	seeds := seedsFor(t)
+	const n, most = 3000, 1000
+	cases := []struct {
+		name, locks, mode string
+		minTxns, maxTxns  int
+	}{
+		{name: "locks cover the instance", locks: "4000", mode: config.AcquireBatchOptimized, minTxns: 1, maxTxns: 2},
+		{name: "locks short", locks: "1500", mode: config.AcquireRecordLimit, minTxns: n / most, maxTxns: n},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			addr := metricsAddr(t)
+			p := newPipe(t, seeds, harness.PipelineOptions{Workers: 1, Consumers: 2, Partitions: 1, MaxRecords: most,
+				MetricsListen: addr, GroupConfigs: map[string]string{"share.partition.max.record.locks": c.locks}})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := (harness.Orders{Topic: p.Source}).Seed(ctx, p.Seeds, 1, n,
+				kgo.ProducerLinger(2*time.Second), kgo.ProducerBatchMaxBytes(1<<20)); err != nil {
+				t.Fatal(err)
+			}
+			r := startRelay(t, p, "r")
+			exactlyOnce(t, settled(t, p, n, 3*time.Minute), n, 0)
+			txns := int(metricWhere(t, addr, "sharerelay_transactions_total", `outcome="committed"`))
+			log := r.LogTail(1 << 20)
+			t.Logf("%s: %d transactions committed", c.name, txns)
+			if !strings.Contains(log, "acquire mode "+c.mode) || !strings.Contains(log, "auto: ") {
+				t.Errorf("the relay's log does not say it chose %s (auto):\n%s", c.mode, log)
+			}
+			if txns < c.minTxns || txns > c.maxTxns {
+				t.Errorf("%d transactions committed; want %d to %d (%s)", txns, c.minTxns, c.maxTxns, c.mode)
 			}
 		})
 	}

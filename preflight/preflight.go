@@ -100,6 +100,7 @@ func Check(ctx context.Context, p *config.Pipeline, clientOpts []kgo.Opt) *Repor
 	limit, from := c.deliveryLimit(ctx)
 	c.deadLetterSpares(limit, from)
 	c.shareConsumers(limit, from)
+	c.acquireMode(ctx, limit)
 	c.brokerDLQ()
 	return c.rep
 }
@@ -610,6 +611,32 @@ func (c *checker) shareConsumers(limit int, from string) {
 	default:
 		c.rep.add(OK, check, "workers × consumers = %d × %d, below the delivery limit %d (from %s)", workers, want, limit, from)
 	}
+}
+
+// acquireMode says which acquire mode the relay will run with
+// (relay.AcquireModeFor), from the record lock limit it will find: the
+// one it raises the group's to at start when it manages the group's
+// configs, else the group's or the broker's.
+func (c *checker) acquireMode(ctx context.Context, deliveryLimit int) {
+	const check = "acquire mode"
+	if c.p.Workers <= 0 || c.p.Batch.Consumers <= 0 {
+		return // not set: the pipeline was not loaded with its defaults
+	}
+	locks, from := 0, ""
+	if _, own := c.p.Source.GroupConfigs[relay.GroupRecordLocks]; !own && c.managed() {
+		if v := atoi(c.plan.Configs[relay.GroupRecordLocks]); v > 0 {
+			locks, from = v, "the relay, which raises it at start"
+		}
+	}
+	if locks == 0 {
+		locks, from = c.groupSetting(ctx, relay.GroupRecordLocks, "group.share.partition.max.record.locks")
+	}
+	consumers := relay.CrashConsumers(c.p.Workers, c.p.Batch.Consumers, deliveryLimit)
+	mode, why := relay.AcquireModeFor(c.p, consumers, locks, c.sourceParts)
+	if locks > 0 {
+		why += fmt.Sprintf("; record lock limit from %s", from)
+	}
+	c.rep.add(OK, check, "%s (%s)", mode, why)
 }
 
 // brokerDLQ judges dead_letter.ack against a broker-side dead-letter

@@ -77,6 +77,9 @@ type Relay struct {
 	// lowered by prepare when needed (CrashConsumers); prepare runs
 	// before any worker.
 	consumers int
+	// wholeBatches says the share consumers acquire whole record batches
+	// (batch.acquire_mode resolved by prepare: AcquireModeFor).
+	wholeBatches bool
 }
 
 // limits are the share group's settings the workers depend on, refreshed
@@ -420,11 +423,11 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 	r.storeSizes(sizes)
 	r.log.Info("largest record batches the topics take (max.message.bytes)", "bytes", sizes)
 
+	parts := 0
+	for _, t := range r.p.Source.Topics {
+		parts += len(td[t].Partitions)
+	}
 	if r.p.Source.ManageGroupConfig == nil || *r.p.Source.ManageGroupConfig {
-		parts := 0
-		for _, t := range r.p.Source.Topics {
-			parts += len(td[t].Partitions)
-		}
 		plan := GroupConfigsToSet(ctx, cl, r.p, parts)
 		for _, note := range plan.Notes {
 			r.log.Info("share group "+note, "group", r.p.Source.Group)
@@ -463,6 +466,9 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 		r.log.Warn("batch.consumers lowered: a crash of this instance can cost a record it held one delivery for each of the instance's share consumers, and workers × consumers must stay below the group's delivery limit so that a crash alone never makes the broker archive a record; raise share.delivery.count.limit or run more instances with fewer workers",
 			"batch_consumers", r.p.Batch.Consumers, "consumers", r.consumers, "workers", r.p.Workers, "delivery_count_limit", l.DeliveryCountLimit)
 	}
+	mode, why := AcquireModeFor(r.p, r.consumers, l.RecordLocks, parts)
+	r.wholeBatches = mode == config.AcquireBatchOptimized
+	r.log.Info("acquire mode "+mode, "why", why, "record_locks", l.RecordLocks, "partitions", parts)
 	if err := checkBrokerDLQ(ctx, cl, r.p, r.log); err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
@@ -598,7 +604,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 			cl.Close()
 		}
 	}
-	wholeBatches := r.p.Batch.AcquireMode == config.AcquireBatchOptimized
+	wholeBatches := r.wholeBatches
 	for c := range r.consumers {
 		opts := r.clientOpts(
 			kgo.ClientID(fmt.Sprintf("%s-c%d", txnID, c)),

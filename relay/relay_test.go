@@ -742,6 +742,36 @@ func TestGroupConfigsLeaveTheRecordLockLimitToABrokerThatDoesNotSayItsMaximum(t 
 	}
 }
 
+func TestAutoAcquiresWholeBatchesOnlyWhenTheGroupMayLockWhatTheInstanceAsksFor(t *testing.T) {
+	cases := []struct {
+		name               string
+		mode               string
+		workers, consumers int
+		maxRecords, conc   int
+		locks, parts       int
+		want, whyHas       string
+	}{
+		// make bench's relay: 2 × 4 × 2,000 = 16,000 against 3 × 10,000.
+		{"locks cover the instance", config.AcquireAuto, 2, 4, 2000, 1, 10000, 3, config.AcquireBatchOptimized, "may lock 30000 records"},
+		{"exactly covered", config.AcquireAuto, 3, 4, 2000, 1, 8000, 3, config.AcquireBatchOptimized, "asks for up to 24000"},
+		// Kafka's default maximum, 4,000 a partition: 12,000 < 16,000.
+		{"locks short", config.AcquireAuto, 2, 4, 2000, 1, 4000, 3, config.AcquireRecordLimit, "more than the 12000 the group may lock"},
+		{"small polls", config.AcquireAuto, 1, 1, 999, 1, 10000, 3, config.AcquireRecordLimit, "batch.max_records 999 is below 1000"},
+		{"concurrent transforms", config.AcquireAuto, 1, 1, 2000, 8, 10000, 3, config.AcquireRecordLimit, "transform_concurrency 8"},
+		{"locks unknown", config.AcquireAuto, 1, 1, 2000, 1, 0, 3, config.AcquireRecordLimit, "unknown"},
+		{"partitions unknown", config.AcquireAuto, 1, 1, 2000, 1, 10000, 0, config.AcquireRecordLimit, "unknown"},
+		{"the file's record_limit", config.AcquireRecordLimit, 1, 1, 2000, 1, 10000, 3, config.AcquireRecordLimit, "set by batch.acquire_mode"},
+		{"the file's batch_optimized", config.AcquireBatchOptimized, 2, 4, 2000, 1, 2000, 1, config.AcquireBatchOptimized, "set by batch.acquire_mode"},
+	}
+	for _, c := range cases {
+		p := &config.Pipeline{Workers: c.workers, Batch: config.Batch{AcquireMode: c.mode, MaxRecords: c.maxRecords, TransformConcurrency: c.conc}}
+		mode, why := AcquireModeFor(p, c.consumers, c.locks, c.parts)
+		if mode != c.want || !strings.Contains(why, c.whyHas) {
+			t.Errorf("%s: AcquireModeFor = %s (%s); want %s, saying %q", c.name, mode, why, c.want, c.whyHas)
+		}
+	}
+}
+
 func TestTheDeliveryLimitIsRaisedSoThatACrashCannotUseUpARecordsDeliveries(t *testing.T) {
 	for _, c := range []struct {
 		name                          string
