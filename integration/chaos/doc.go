@@ -268,9 +268,13 @@
 // records beyond batch.max_records — whose locks then expired in the
 // client's buffer, doubling deliveries in a fault-free run. The relay now
 // fetches only inside a poll and takes everything the poll fetched
-// (at most max_records with batch.acquire_mode record_limit, the
-// default; whole batches with batch_optimized), so nothing acquired waits
-// unrenewed. CHAOS_BATCH_BYTES=1048576 checks that this stays fixed.
+// (at most max_records with batch.acquire_mode record_limit, which the
+// default auto chooses for the catalogue's polls of 100; whole batches
+// with batch_optimized), so nothing acquired waits unrenewed.
+// CHAOS_BATCH_BYTES=1048576 checks that this stays fixed, and
+// CHAOS_ACQUIRE_MODE sets batch.acquire_mode for every scenario
+// (CHAOS_ACQUIRE_MODE=batch_optimized runs the catalogue on whole source
+// batches, the mode auto chooses for large polls).
 //
 // # What a poison record can survive
 //

@@ -207,6 +207,7 @@ func newScenario(t *testing.T, n needs, o opts) *scenario {
 		Workers:       o.Workers,
 		Partitions:    o.Partitions,
 		MaxRecords:    o.MaxRecords,
+		AcquireMode:   os.Getenv("CHAOS_ACQUIRE_MODE"),
 		Transforms:    o.Transforms,
 		TxnTimeout:    o.TxnTimeout,
 		RenewLocks:    !o.NoRenew,
