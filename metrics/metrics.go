@@ -79,6 +79,7 @@ type Metrics struct {
 	Ready                  prometheus.Gauge
 	LockBudget             *prometheus.HistogramVec
 	LockDuration           prometheus.Gauge
+	AcquireWholeBatches    prometheus.Gauge
 	ShareGroupLag          *prometheus.GaugeVec
 	// PhaseSeconds is where a worker's time goes, by phase (Phase*).
 	PhaseSeconds *prometheus.HistogramVec
@@ -175,6 +176,10 @@ func New(reg prometheus.Registerer, pipeline string) *Metrics {
 		Namespace: "sharerelay", Name: "lock_duration_seconds", ConstLabels: c,
 		Help: "The share group's effective record lock duration.",
 	})
+	m.AcquireWholeBatches = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "sharerelay", Name: "acquire_whole_batches", ConstLabels: c,
+		Help: "1 when the share consumers acquire whole record batches (batch.acquire_mode batch_optimized, or auto resolved to it at start), 0 when a fetch acquires at most batch.max_records (record_limit).",
+	})
 	m.ShareGroupLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "sharerelay", Name: "share_group_lag", ConstLabels: c,
 		Help: "Records of a source partition not yet acknowledged by the share group, from the broker's share-group offsets (every instance reports the same value: aggregate with max).",
@@ -184,7 +189,7 @@ func New(reg prometheus.Registerer, pipeline string) *Metrics {
 		Help:    "Time the workers spend per phase of a batch: poll (waiting for records that came), idle (a poll that came back empty), transform, produce (outputs and claims, until acknowledged), claim_check (exactly-once), commit, ack. The sums show where the time goes.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14),
 	}, []string{"phase"})
-	reg.MustRegister(m.Paused, m.Ready, m.LockBudget, m.LockDuration, m.ShareGroupLag, m.PhaseSeconds)
+	reg.MustRegister(m.Paused, m.Ready, m.LockBudget, m.LockDuration, m.AcquireWholeBatches, m.ShareGroupLag, m.PhaseSeconds)
 
 	gauge := func(name, help string, labels prometheus.Labels, f func(LedgerStats) float64) {
 		l := prometheus.Labels{"pipeline": pipeline}

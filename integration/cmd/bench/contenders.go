@@ -190,13 +190,14 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 	began := time.Now()
 	var (
 		phases  map[string]float64
+		mode    string  // the in-process relay's acquire mode
 		peakRSS float64 // of the relay's own process
 	)
 	switch {
 	case t.c.process:
 		peakRSS, err = b.runRelayProcess(ctx, t, tr)
 	case t.c.isRelay():
-		phases, err = b.runRelay(ctx, t, tr, tc)
+		phases, mode, err = b.runRelay(ctx, t, tr, tc)
 	case t.c.classic:
 		err = b.runClassic(ctx, t, tr, tc)
 	default:
@@ -209,7 +210,7 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 	}
 	el := tr.elapsed()
 	rr := runResult{Run: t.run, Workers: t.workers, Seconds: el.Seconds(), RecPerSec: float64(t.n) / el.Seconds(),
-		PeakRSSMB: peakRSSMB(), Phases: phases}
+		PeakRSSMB: peakRSSMB(), Phases: phases, AcquireMode: mode}
 	if t.c.process {
 		rr.PeakRSSMB = peakRSS
 	}
@@ -220,7 +221,7 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 	progress("  %-11s %s, %d workers: %d records in %s = %.0f rec/s (whole run incl. start and stop %s; peak RSS %.0f MB)",
 		t.c.name, label, t.workers, t.n, el.Round(time.Millisecond), rr.RecPerSec, time.Since(began).Round(100*time.Millisecond), rr.PeakRSSMB)
 	if len(phases) > 0 {
-		progress("  %-11s phases: %s", t.c.name, formatPhases(phases))
+		progress("  %-11s acquire mode %s; phases: %s", t.c.name, mode, formatPhases(phases))
 	}
 	tc.print(t.c.name)
 

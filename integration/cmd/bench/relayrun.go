@@ -24,15 +24,16 @@ const relayInstance = "bench"
 
 // runRelay runs the relay in-process on the trial's pipeline until every
 // record is acknowledged, then stops it. It returns the seconds the
-// workers spent per phase (sharerelay_phase_seconds).
-func (b *bench) runRelay(ctx context.Context, t trial, tr *tracker, tc *traceCollector) (map[string]float64, error) {
+// workers spent per phase (sharerelay_phase_seconds) and the acquire
+// mode the relay ran with (batch.acquire_mode auto resolves at start).
+func (b *bench) runRelay(ctx context.Context, t trial, tr *tracker, tc *traceCollector) (map[string]float64, string, error) {
 	p, err := b.pipeline(t)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	r, closeRelay, err := b.newRelay(ctx, p, tc, nil)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	var (
@@ -51,6 +52,11 @@ func (b *bench) runRelay(ctx context.Context, t trial, tr *tracker, tc *traceCol
 	err = b.await(ctx, t, tr, failed)
 	// The phases up to the last acknowledgement, not the shutdown.
 	phases := phaseSeconds(r.Metrics())
+	mode := config.AcquireRecordLimit
+	var whole dto.Metric
+	if r.Metrics().AcquireWholeBatches.Write(&whole) == nil && whole.GetGauge().GetValue() == 1 {
+		mode = config.AcquireBatchOptimized
+	}
 	cancel()
 	wg.Wait()
 	closeRelay()
@@ -58,7 +64,7 @@ func (b *bench) runRelay(ctx context.Context, t trial, tr *tracker, tc *traceCol
 	if err == nil && runErr != nil {
 		err = fmt.Errorf("stopping the relay: %w", runErr)
 	}
-	return phases, err
+	return phases, mode, err
 }
 
 // phaseOrder is the order phases are printed in.

@@ -87,7 +87,10 @@ type runResult struct {
 	RecPerSec float64            `json:"rec_per_s"`
 	PeakRSSMB float64            `json:"peak_rss_mb"`
 	Phases    map[string]float64 `json:"phases,omitempty"`
-	Warning   string             `json:"warning,omitempty"`
+	// AcquireMode is the acquire mode an in-process relay ran with
+	// (batch.acquire_mode auto resolves at start).
+	AcquireMode string `json:"acquire_mode,omitempty"`
+	Warning     string `json:"warning,omitempty"`
 }
 
 // classicResult compares relay-eos with classic-eos at one worker count.
