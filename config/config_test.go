@@ -66,7 +66,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireAuto, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
 		Ledger:     config.Ledger{Topic: "orders-to-jobs.ledger"},
 		Client:     defaultClient,
 	},
@@ -121,7 +121,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 20 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireAuto, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
 		Transforms: []transform.Spec{
 			{Type: "set", Field: "template", Value: "${NOT_A_VARIABLE} costs $5"},
 			{Type: "header", Header: "x-env", Value: 8},
@@ -143,7 +143,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireAuto, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
 		Transforms: []transform.Spec{
 			{Type: "filter", When: &transform.Condition{Expr: `headers["x-test"] == "true"`}},
 			{Type: "set", Field: "total_cents", Expr: "int(value.total * 100.0)",
@@ -175,7 +175,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireAuto, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
 		Transforms: []transform.Spec{
 			{Type: "fail", Kind: "retry", Reason: "printer jam", When: &transform.Condition{Field: "order_id", Modulo: 7}},
 			{Type: "fail", Kind: "retry", Reason: "paper out", When: &transform.Condition{Field: "order_id", Modulo: 7, Remainder: 1}},
@@ -202,7 +202,7 @@ func secured(name, broker string, tls config.TLS, sasl config.SASL, warnings ...
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireAuto, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
 		Ledger:     config.Ledger{Topic: name + ".ledger"},
 		TLS:        tls,
 		SASL:       sasl,
@@ -390,7 +390,7 @@ func bookNest(brokers []string, metrics string) *config.Pipeline {
 		},
 		Output:     config.Output{Topic: "booknest.packing-jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "booknest.packing-jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 50, AcquireMode: config.AcquireAuto, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
+		Batch:      config.Batch{MaxRecords: 50, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
 		Transforms: []transform.Spec{
 			{Type: "fail", Name: "bad-address", Kind: "permanent", Reason: "bad address",
 				When: &transform.Condition{Field: "order_id", Modulo: 500}},

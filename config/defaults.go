@@ -15,7 +15,7 @@ const (
 	DefaultMaxRecords         = 2000
 	DefaultPollTimeout        = time.Second
 	DefaultConsumers          = 4
-	DefaultAcquireMode        = AcquireAuto
+	DefaultAcquireMode        = AcquireRecordLimit
 	// AutoWholeBatchesMinRecords is the smallest batch.max_records for
 	// which acquire_mode auto may choose batch_optimized: below it the
 	// pipeline asks for small polls (slow transforms), and a whole source
@@ -58,7 +58,7 @@ const (
 //	output.transaction_timeout       10s
 //	dead_letter.ack                  accept
 //	batch.max_records                2000
-//	batch.acquire_mode               auto
+//	batch.acquire_mode               record_limit
 //	batch.poll_timeout               1s
 //	batch.consumers                  4
 //	batch.linger                     0 (none)

@@ -133,19 +133,23 @@ type Batch struct {
 	MaxRecords int `yaml:"max_records" json:"max_records"`
 	// AcquireMode is how the broker cuts what a share fetch acquires
 	// (KIP-1206, the Java consumer's share.acquire.mode). record_limit
-	// acquires up to MaxRecords, splitting a record batch, and every
-	// consumer that acquires part of a batch receives and decompresses
-	// all of it, while the broker tracks and acknowledges each record of
-	// that batch apart: up to several times the fetch work with large
-	// source batches (franz-go producers write up to 1 MiB a batch).
-	// batch_optimized (Kafka's default) acquires whole record batches, so
-	// MaxRecords is a soft bound: less work for client and broker, but
-	// polls of uneven size that take thousands of record locks at once
-	// with small records, and slow and erratic when the group runs short
-	// of locks. auto (default) resolves at start to batch_optimized when
-	// the group may lock what this instance asks for (workers ×
-	// consumers × MaxRecords, the record locks of all source partitions)
-	// and the pipeline asks for large polls (MaxRecords ≥
+	// (default) acquires up to MaxRecords, splitting a record batch, and
+	// every consumer that acquires part of a batch receives and
+	// decompresses all of it, while the broker tracks and acknowledges
+	// each record of that batch apart: up to several times the fetch work
+	// with large source batches (franz-go producers write up to 1 MiB a
+	// batch). batch_optimized (Kafka's default) acquires whole record
+	// batches, so MaxRecords is a soft bound: less work for client and
+	// broker, but polls of uneven size that take thousands of record
+	// locks at once with small records, slow and erratic when the group
+	// runs short of locks, and a crash or restart of an instance costs a
+	// delivery to every record it holds, which whole batches multiply
+	// (the chaos catalogue's bounce scenarios with 1 MiB source batches
+	// lost records to the delivery limit with it, none with
+	// record_limit). auto resolves at start to batch_optimized when the
+	// group may lock what this instance asks for (workers × consumers ×
+	// MaxRecords, the record locks of all source partitions) and the
+	// pipeline asks for large polls (MaxRecords ≥
 	// AutoWholeBatchesMinRecords, TransformConcurrency 1), to
 	// record_limit otherwise: a small MaxRecords or a
 	// TransformConcurrency above 1 is how a pipeline with slow transforms

@@ -71,7 +71,7 @@ func TestRealBrokerAFetchOfWholeSourceBatchesIsHeldAndRenewedByTheWorker(t *test
 	}
 }
 
-// batch.acquire_mode auto (the default) acquires whole source batches
+// batch.acquire_mode auto acquires whole source batches
 // when the group may lock what the instance asks for, and splits them
 // (record_limit) when it may not: one source batch of 3,000 records, polls
 // of 1,000, 2 consumers (2,000 records asked for). With 4,000 locks the
@@ -92,7 +92,7 @@ func TestRealBrokerAutoAcquiresWholeBatchesOnlyWhenTheGroupMayLockThem(t *testin
 		t.Run(c.name, func(t *testing.T) {
 			addr := metricsAddr(t)
 			p := newPipe(t, seeds, harness.PipelineOptions{Workers: 1, Consumers: 2, Partitions: 1, MaxRecords: most,
-				MetricsListen: addr, GroupConfigs: map[string]string{"share.partition.max.record.locks": c.locks}})
+				AcquireMode: config.AcquireAuto, MetricsListen: addr, GroupConfigs: map[string]string{"share.partition.max.record.locks": c.locks}})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			if err := (harness.Orders{Topic: p.Source}).Seed(ctx, p.Seeds, 1, n,

@@ -128,8 +128,8 @@ func TestRealBrokerRelayCheckWarnsWhenTheGroupCannotLockWhatTheRelayAsksFor(t *t
 		"record locks short: this instance's share consumers ask for up to 16000 records",
 		"4000 per partition of its one source partition (4000 in all)",
 		"raise group.share.max.partition.max.record.locks on the brokers from 4000 to 10000 or more (16000 a partition",
-		// acquire_mode auto keeps record_limit for a group short of locks.
-		"record_limit (auto: this instance asks for up to 16000 records",
+		// The acquire mode it runs with, and why.
+		"acquire mode: record_limit (set by batch.acquire_mode",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("relay check does not say %q", want)

@@ -268,13 +268,18 @@
 // records beyond batch.max_records — whose locks then expired in the
 // client's buffer, doubling deliveries in a fault-free run. The relay now
 // fetches only inside a poll and takes everything the poll fetched
-// (at most max_records with batch.acquire_mode record_limit, which the
-// default auto chooses for the catalogue's polls of 100; whole batches
-// with batch_optimized), so nothing acquired waits unrenewed.
-// CHAOS_BATCH_BYTES=1048576 checks that this stays fixed, and
-// CHAOS_ACQUIRE_MODE sets batch.acquire_mode for every scenario
-// (CHAOS_ACQUIRE_MODE=batch_optimized runs the catalogue on whole source
-// batches, the mode auto chooses for large polls).
+// (at most max_records with batch.acquire_mode record_limit, the
+// default; whole batches with batch_optimized), so nothing acquired waits
+// unrenewed. CHAOS_BATCH_BYTES=1048576 checks that this stays fixed.
+// CHAOS_MAX_RECORDS sets batch.max_records for every scenario that does
+// not choose its own (default 100), and CHAOS_ACQUIRE_MODE sets
+// batch.acquire_mode. Whole batches of small records multiply what a
+// relay holds, so every stop of a relay costs a delivery to many more
+// records: CHAOS_ACQUIRE_MODE=auto CHAOS_MAX_RECORDS=1000
+// CHAOS_BATCH_BYTES=1048576 (auto then chooses batch_optimized) made
+// RelayHardBounce and RelayCleanBounce lose records to the broker's
+// delivery limit (28 and 2 of 100,000, 2026-12-05), and the same with
+// record_limit was exact. That is why record_limit is the default.
 //
 // # What a poison record can survive
 //

@@ -29,7 +29,7 @@ type opts struct {
 	Relays     int    // relay processes, at most maxRelays; default 3
 	Workers    int    // workers per relay; default 2
 	Partitions int32  // source partitions; default 3
-	MaxRecords int    // batch.max_records; default 250
+	MaxRecords int    // batch.max_records; default 100 (CHAOS_MAX_RECORDS)
 	Delivery   string // default exactly-once
 	// LockMs is share.record.lock.duration.ms (default 6000) and
 	// TxnTimeout output.transaction_timeout (default 4s, below the lock).
@@ -160,6 +160,9 @@ func newScenario(t *testing.T, n needs, o opts) *scenario {
 	}
 	if o.MaxRecords == 0 {
 		o.MaxRecords = 100
+		if v, err := strconv.Atoi(os.Getenv("CHAOS_MAX_RECORDS")); err == nil && v > 0 {
+			o.MaxRecords = v
+		}
 	}
 	if o.Delivery == "" {
 		o.Delivery = "exactly-once"
