@@ -391,7 +391,9 @@ func EffectiveShareLimits(ctx context.Context, cl *kgo.Client, group string) (Sh
 //     317k/s and 255k/s).
 //
 // Otherwise it becomes record_limit. why says which, for the log and
-// `relay check`.
+// `relay check`. auto is not the default: whole batches of small records
+// multiply what an instance holds, and so the deliveries each of its
+// stops costs (config.Batch.AcquireMode).
 func AcquireModeFor(p *config.Pipeline, consumers, recordLocks, parts int) (mode, why string) {
 	if m := p.Batch.AcquireMode; m != config.AcquireAuto {
 		return m, "set by batch.acquire_mode"
