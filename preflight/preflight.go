@@ -525,6 +525,18 @@ func (c *checker) lockDuration(ctx context.Context) {
 	}
 }
 
+// plannedSetting is groupSetting, except that a limit the relay raises at
+// start (the group plan, when it manages the group's configs and the file
+// does not set it) comes first.
+func (c *checker) plannedSetting(ctx context.Context, key, brokerKey string) (int, string) {
+	if _, own := c.p.Source.GroupConfigs[key]; !own && c.managed() {
+		if v := atoi(c.plan.Configs[key]); v > 0 {
+			return v, "the relay, which raises it at start"
+		}
+	}
+	return c.groupSetting(ctx, key, brokerKey)
+}
+
 // groupSetting returns a share group setting the relay will run with, and
 // where it comes from: the pipeline's group_configs (when the relay manages
 // them), else the group's config, else the broker's default (brokerKey);
@@ -547,12 +559,7 @@ func (c *checker) groupSetting(ctx context.Context, key, brokerKey string) (int,
 // deliveryLimit is the group's delivery limit the relay will find, and
 // where it comes from (Kafka's default of 5 when nothing says).
 func (c *checker) deliveryLimit(ctx context.Context) (int, string) {
-	if _, own := c.p.Source.GroupConfigs[relay.GroupDeliveryCountLimit]; !own && c.managed() {
-		if v := atoi(c.plan.Configs[relay.GroupDeliveryCountLimit]); v > 0 {
-			return v, "the relay, which raises it at start"
-		}
-	}
-	limit, from := c.groupSetting(ctx, relay.GroupDeliveryCountLimit, "group.share.delivery.count.limit")
+	limit, from := c.plannedSetting(ctx, relay.GroupDeliveryCountLimit, "group.share.delivery.count.limit")
 	if limit <= 0 {
 		return 5, "Kafka's default"
 	}
@@ -622,15 +629,7 @@ func (c *checker) acquireMode(ctx context.Context, deliveryLimit int) {
 	if c.p.Workers <= 0 || c.p.Batch.Consumers <= 0 {
 		return // not set: the pipeline was not loaded with its defaults
 	}
-	locks, from := 0, ""
-	if _, own := c.p.Source.GroupConfigs[relay.GroupRecordLocks]; !own && c.managed() {
-		if v := atoi(c.plan.Configs[relay.GroupRecordLocks]); v > 0 {
-			locks, from = v, "the relay, which raises it at start"
-		}
-	}
-	if locks == 0 {
-		locks, from = c.groupSetting(ctx, relay.GroupRecordLocks, "group.share.partition.max.record.locks")
-	}
+	locks, from := c.plannedSetting(ctx, relay.GroupRecordLocks, "group.share.partition.max.record.locks")
 	consumers := relay.CrashConsumers(c.p.Workers, c.p.Batch.Consumers, deliveryLimit)
 	mode, why := relay.AcquireModeFor(c.p, consumers, locks, c.sourceParts)
 	if locks > 0 {

@@ -469,9 +469,7 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 	mode, why := AcquireModeFor(r.p, r.consumers, l.RecordLocks, parts)
 	r.wholeBatches = mode == config.AcquireBatchOptimized
 	if r.wholeBatches {
-		r.m.AcquireWholeBatches.Set(1)
-	} else {
-		r.m.AcquireWholeBatches.Set(0)
+		r.m.AcquireWholeBatches.Set(1) // 0 until then
 	}
 	r.log.Info("acquire mode "+mode, "why", why, "record_locks", l.RecordLocks, "partitions", parts)
 	if err := checkBrokerDLQ(ctx, cl, r.p, r.log); err != nil {
