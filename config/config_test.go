@@ -66,7 +66,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true), DrainTimeout: 5 * time.Second},
 		Ledger:     config.Ledger{Topic: "orders-to-jobs.ledger"},
 		Client:     defaultClient,
 	},
@@ -88,7 +88,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 90 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", MaxAttempts: 10, Ack: "reject"},
-		Batch:      config.Batch{MaxRecords: 10000, AcquireMode: config.AcquireBatchOptimized, PollTimeout: 250 * time.Millisecond, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1},
+		Batch:      config.Batch{MaxRecords: 10000, AcquireMode: config.AcquireBatchOptimized, PollTimeout: 250 * time.Millisecond, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, DrainTimeout: 0},
 		Transforms: []transform.Spec{
 			{Type: "set", Name: "mark", Field: "meta.source", Value: map[string]any{
 				"system": "booknest", "tags": []any{"a", 1, true}, "none": nil,
@@ -121,7 +121,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 20 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true), DrainTimeout: 5 * time.Second},
 		Transforms: []transform.Spec{
 			{Type: "set", Field: "template", Value: "${NOT_A_VARIABLE} costs $5"},
 			{Type: "header", Header: "x-env", Value: 8},
@@ -143,7 +143,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true), DrainTimeout: 5 * time.Second},
 		Transforms: []transform.Spec{
 			{Type: "filter", When: &transform.Condition{Expr: `headers["x-test"] == "true"`}},
 			{Type: "set", Field: "total_cents", Expr: "int(value.total * 100.0)",
@@ -175,7 +175,7 @@ var goodFiles = map[string]*config.Pipeline{
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true), DrainTimeout: 5 * time.Second},
 		Transforms: []transform.Spec{
 			{Type: "fail", Kind: "retry", Reason: "printer jam", When: &transform.Condition{Field: "order_id", Modulo: 7}},
 			{Type: "fail", Kind: "retry", Reason: "paper out", When: &transform.Condition{Field: "order_id", Modulo: 7, Remainder: 1}},
@@ -202,7 +202,7 @@ func secured(name, broker string, tls config.TLS, sasl config.SASL, warnings ...
 		},
 		Output:     config.Output{Topic: "jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
+		Batch:      config.Batch{MaxRecords: 2000, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true), DrainTimeout: 5 * time.Second},
 		Ledger:     config.Ledger{Topic: name + ".ledger"},
 		TLS:        tls,
 		SASL:       sasl,
@@ -390,7 +390,7 @@ func bookNest(brokers []string, metrics string) *config.Pipeline {
 		},
 		Output:     config.Output{Topic: "booknest.packing-jobs", TransactionTimeout: 10 * time.Second},
 		DeadLetter: config.DeadLetter{Topic: "booknest.packing-jobs.dlq", Ack: "accept"},
-		Batch:      config.Batch{MaxRecords: 50, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true)},
+		Batch:      config.Batch{MaxRecords: 50, AcquireMode: config.AcquireRecordLimit, PollTimeout: time.Second, RenewLocks: ptr(true), Consumers: 4, TransformConcurrency: 1, BackgroundCommit: ptr(true), DrainTimeout: 5 * time.Second},
 		Transforms: []transform.Spec{
 			{Type: "fail", Name: "bad-address", Kind: "permanent", Reason: "bad address",
 				When: &transform.Condition{Field: "order_id", Modulo: 500}},
@@ -607,5 +607,24 @@ func TestValidateReportsEveryProblemOfAPipelineBuiltInGo(t *testing.T) {
 	ok := goodFiles["minimal.good.yml"]
 	if err := ok.Validate(); err != nil {
 		t.Errorf("Validate of a valid pipeline: %v", err)
+	}
+}
+
+// batch.drain_timeout is 0 (no drain) up to MaxDrainTimeout; outside that
+// range the error names the field and the range.
+func TestDrainTimeoutIsBounded(t *testing.T) {
+	for _, c := range []struct {
+		d  time.Duration
+		ok bool
+	}{{0, true}, {5 * time.Second, true}, {config.MaxDrainTimeout, true}, {-time.Second, false}, {config.MaxDrainTimeout + time.Second, false}} {
+		p := *goodFiles["minimal.good.yml"]
+		p.Batch.DrainTimeout = c.d
+		err := p.Validate()
+		if c.ok && err != nil {
+			t.Errorf("drain_timeout %s: %v, want valid", c.d, err)
+		}
+		if !c.ok && (err == nil || !strings.Contains(err.Error(), "batch.drain_timeout: must be between 0 and 5m0s")) {
+			t.Errorf("drain_timeout %s: %v, want an error naming batch.drain_timeout and its range", c.d, err)
+		}
 	}
 }

@@ -16,6 +16,12 @@ const (
 	DefaultPollTimeout        = time.Second
 	DefaultConsumers          = 4
 	DefaultAcquireMode        = AcquireRecordLimit
+	// DefaultDrainTimeout is batch.drain_timeout: long enough to write
+	// what a worker holds with the default batch (4 consumers × 2,000
+	// records) many times over, short enough that the shutdown bound
+	// (drain + transaction timeout + 10 s, 25 s by default) stays within
+	// the 30 s that systemd's unit and Kubernetes give a stop.
+	DefaultDrainTimeout = 5 * time.Second
 	// AutoWholeBatchesMinRecords is the smallest batch.max_records for
 	// which acquire_mode auto may choose batch_optimized: below it the
 	// pipeline asks for small polls (slow transforms), and a whole source
@@ -65,6 +71,7 @@ const (
 //	batch.transform_concurrency      1
 //	batch.renew_locks                true
 //	batch.background_commit          true (exactly-once; unset otherwise)
+//	batch.drain_timeout              5s
 //	ledger.topic                     <name>.ledger
 //	client.request_timeout           10s
 //	client.producer.compression      snappy
@@ -111,6 +118,7 @@ func (p *Pipeline) setDefaults(explicit func(path string) bool) {
 	num("batch.consumers", &p.Batch.Consumers, DefaultConsumers)
 	dur("batch.linger", &p.Batch.Linger, DefaultLinger)
 	num("batch.transform_concurrency", &p.Batch.TransformConcurrency, DefaultTransformConcurrency)
+	dur("batch.drain_timeout", &p.Batch.DrainTimeout, DefaultDrainTimeout)
 	if p.Batch.RenewLocks == nil {
 		renew := true
 		p.Batch.RenewLocks = &renew

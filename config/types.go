@@ -204,6 +204,20 @@ type Batch struct {
 	// throughput"). Where a commit takes long (a coordinator across the
 	// network) the overlap is what hides it, hence the default.
 	BackgroundCommit *bool `yaml:"background_commit" json:"background_commit"`
+	// DrainTimeout is how long a worker that is told to stop (SIGTERM,
+	// SIGINT) goes on writing the records it already holds — its batch
+	// in flight and the polls its consumers handed over — before it
+	// releases what is left (default 5s, at most MaxDrainTimeout; 0
+	// releases everything not yet being written at once). It polls for
+	// nothing new. Every record acquired costs a delivery whether it is
+	// written or released, so a record released at a stop has spent one
+	// for nothing: with frequent restarts and large polls that walks
+	// records towards the group's delivery limit, at which the broker
+	// archives them. Records whose transaction cannot be written (the
+	// cluster unavailable) are released at once rather than held for
+	// the drain. The shutdown bound is DrainTimeout +
+	// output.transaction_timeout + 10 s.
+	DrainTimeout time.Duration `yaml:"drain_timeout" json:"drain_timeout"`
 }
 
 // CEL configures the evaluation of the transforms' CEL expressions.

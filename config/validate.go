@@ -19,6 +19,7 @@ const (
 	MaxMaxRecords           = 10000
 	MaxConsumers            = 16
 	MaxTransformConcurrency = 256
+	MaxDrainTimeout         = 5 * time.Minute
 	MinTransactionTimeout   = time.Second
 	MaxTransactionTimeout   = 15 * time.Minute
 	// MaxDeadLetterAttempts is the largest dead_letter.max_attempts: the
@@ -174,6 +175,9 @@ func (v *validator) validate() {
 	}
 	if b := p.Batch; b.TransformConcurrency < 1 || b.TransformConcurrency > MaxTransformConcurrency {
 		v.add("batch.transform_concurrency", "must be between 1 and %d, got %s", MaxTransformConcurrency, v.showAny("batch.transform_concurrency", b.TransformConcurrency))
+	}
+	if b := p.Batch; b.DrainTimeout < 0 || b.DrainTimeout > MaxDrainTimeout {
+		v.add("batch.drain_timeout", "must be between 0 and %s, got %s", MaxDrainTimeout, v.showAny("batch.drain_timeout", b.DrainTimeout))
 	}
 	if b := p.Batch.BackgroundCommit; b != nil && *b && p.Delivery == AtLeastOnce {
 		v.add("batch.background_commit", "needs delivery %s: at-least-once writes without transactions, so there is no commit to overlap", ExactlyOnce)
