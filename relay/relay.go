@@ -675,14 +675,17 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 	}()
 	ready()
 	log.Info("worker started", "transactional_id", txnID)
-	runErr := w.run(ctx)
+	runErr := r.runDraining(ctx, w, log)
 
 	// Teardown: every batch is acknowledged by now; send the
 	// acknowledgements, then leave the group (which releases anything
 	// the client still buffers). One short budget for both: with the
 	// broker gone they cannot succeed, and the records' locks expire
 	// anyway.
-	src.close()
+	if n := src.close(); n > 0 {
+		r.m.Acks.WithLabelValues(label, metrics.AckRelease).Add(float64(n))
+		log.Info("released records handed over but not taken (drain timeout)", "records", n)
+	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	var tear sync.WaitGroup
@@ -703,6 +706,54 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 	r.health.fine(i)
 	log.Info("worker stopped", "err", runErr)
 	return runErr
+}
+
+// drainGrace is how long a share fetch in flight when a worker is told to
+// stop may still come back with records for the drain (shareSource.stop):
+// a busy broker answers a share fetch in milliseconds, and an idle one
+// would hold the stop for its whole wait.
+const drainGrace = 250 * time.Millisecond
+
+// runDraining runs w until ctx ends and then drains it: w polls no more and
+// writes the records it holds (its batch in flight, the polls handed
+// over) for up to batch.drain_timeout, after which what is left is
+// released. A record acquired has spent a delivery either way; writing it
+// is what keeps that delivery from being spent for nothing.
+func (r *Relay) runDraining(ctx context.Context, w *worker, log *slog.Logger) error {
+	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	finished := make(chan struct{})
+	stopped := make(chan time.Time, 1)
+	go func() {
+		select {
+		case <-finished:
+			return
+		case <-ctx.Done():
+		}
+		stopped <- time.Now()
+		drain := r.p.Batch.DrainTimeout
+		w.src.stop(min(drain, drainGrace))
+		if drain <= 0 {
+			stopWork()
+			return
+		}
+		t := time.NewTimer(drain)
+		defer t.Stop()
+		select {
+		case <-finished:
+		case <-t.C:
+			log.Warn("drain timeout: releasing the records not written yet", "drain_timeout", drain)
+			stopWork()
+		}
+	}()
+	err := w.run(work)
+	close(finished)
+	select {
+	case at := <-stopped:
+		log.Info("worker drained", "records_taken_after_stop", w.drained, "took", time.Since(at).Round(time.Millisecond))
+	default:
+	}
+	return err
 }
 
 // renewEvery is a third of the lock duration, or 0 when renewal is off.

@@ -1115,3 +1115,105 @@ func TestABatchCommittingInTheBackgroundLetsGoOfItsPayloads(t *testing.T) {
 		t.Fatalf("%d of %d source records let go of their payloads (%d deliveries buffered)", len(dropped), n, len(h.sources))
 	}
 }
+
+// releasedAcks is what the relay's workers released, from its metrics.
+func releasedAcks(r *Relay, workers int) float64 {
+	n := 0.0
+	for i := range workers {
+		n += testutil.ToFloat64(r.Metrics().Acks.WithLabelValues(strconv.Itoa(i), metrics.AckRelease))
+	}
+	return n
+}
+
+// At a stop a worker writes the records it holds — its batch in flight and
+// the polls its consumers handed over — instead of releasing them: every
+// acquisition spends a delivery, and a record released at a stop has spent
+// one for nothing (restarts would walk records to the delivery limit).
+// With drain_timeout 0 the same stop releases them, so the test can fail;
+// with a drain too short for what is held, the rest is released at its
+// deadline and the stop still comes within it. A second run finishes the
+// work, once each.
+func TestAStopWritesWhatTheWorkerHoldsWithinTheDrainTimeout(t *testing.T) {
+	for _, c := range []struct {
+		name, drain  string
+		wantReleased bool
+		bound        time.Duration // how long Run may take after the cancel
+	}{
+		{"drain 5s writes everything held", "5s", false, 5 * time.Second},
+		{"drain 0 releases what is held", "0s", true, 2 * time.Second},
+		{"a drain too short releases the rest at its deadline", "150ms", true, 2 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const n = 600
+			cl := fakeCluster(t)
+			seedOrders(t, cl, n)
+			// One worker, 4 consumers of 20: a batch of 40 records
+			// takes 200 ms to transform, and the other consumers' polls
+			// wait meanwhile.
+			p := pipeline(t, cl, "transforms: [{type: delay, duration: 5ms}]")
+			p.Workers, p.Batch.Consumers = 1, 4
+			dt, err := time.ParseDuration(c.drain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Batch.DrainTimeout = dt
+			r, err := New(Options{Pipeline: p, Instance: "t", Logger: quietLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- r.Run(ctx) }()
+			seeds := []kgo.Opt{kgo.SeedBrokers(cl.ListenAddrs()...)}
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				jobs, err := audit.ReadCommitted(ctx, seeds, "jobs")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if jobs.Records >= 60 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("only %d outputs after 20s", jobs.Records)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			polled := testutil.ToFloat64(r.Metrics().RecordsPolled.WithLabelValues("0"))
+			cancel()
+			stopped := time.Now()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+			case <-time.After(c.bound + 10*time.Second):
+				t.Fatal("Run did not return after cancel")
+			}
+			took := time.Since(stopped)
+			released := releasedAcks(r, 1)
+			after := testutil.ToFloat64(r.Metrics().RecordsPolled.WithLabelValues("0"))
+			t.Logf("drain %s: stopped in %s; %v records polled at the cancel, %v by the end, %v released", c.drain, took.Round(time.Millisecond), polled, after, released)
+			if took > c.bound {
+				t.Errorf("Run took %s after the cancel, want at most %s", took, c.bound)
+			}
+			if c.wantReleased && released == 0 {
+				t.Errorf("nothing released with drain %s: the stop did not cut the worker short", c.drain)
+			}
+			if !c.wantReleased && released != 0 {
+				t.Errorf("%v records released at the stop with drain %s, want 0: the worker held them and did not write them", released, c.drain)
+			}
+
+			// The rest, once each.
+			r2, err := New(Options{Pipeline: p, Instance: "t", Logger: quietLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs, _ := runUntil(t, r2, cl, n)
+			if jobs.Records != n || len(jobs.BySource) != n {
+				t.Fatalf("jobs %d (unique %d), want %d unique", jobs.Records, len(jobs.BySource), n)
+			}
+		})
+	}
+}

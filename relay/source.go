@@ -35,6 +35,12 @@ type shareSource struct {
 	// group is the share group, named in an authorization error.
 	group string
 
+	// stopping is closed by stop: the fetchers poll no more. idle is
+	// closed once every fetcher has returned: no poll will arrive.
+	stopping chan struct{}
+	stopOnce sync.Once
+	idle     chan struct{}
+
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -67,30 +73,72 @@ type poll struct {
 // it.
 func newShareSource(clients []*kgo.Client, group string, maxRecords int, wholeBatches bool, onUnresolved func(int)) *shareSource {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &shareSource{arrived: make(chan struct{}, 1), onUnresolved: onUnresolved, group: group, cancel: cancel}
+	s := &shareSource{arrived: make(chan struct{}, 1), onUnresolved: onUnresolved, group: group, cancel: cancel,
+		stopping: make(chan struct{}), idle: make(chan struct{})}
 	for _, cl := range clients {
 		f := &fetcher{cl: cl, max: maxRecords, whole: wholeBatches, again: make(chan struct{}, 1)}
 		s.fetchers = append(s.fetchers, f)
 		s.wg.Add(1)
 		go s.fetch(ctx, f)
 	}
+	go func() { s.wg.Wait(); close(s.idle) }()
 	return s
 }
 
+// stop tells the fetchers to poll no more (a worker draining at
+// shutdown). A poll already in flight gets up to grace to come back with
+// what its fetch acquired, which is handed over like any poll — those
+// records are acquired, and writing them is what keeps their delivery
+// from being spent for nothing — and is then cut short.
+func (s *shareSource) stop(grace time.Duration) {
+	s.stopOnce.Do(func() {
+		close(s.stopping)
+		if grace <= 0 {
+			s.cancel()
+			return
+		}
+		time.AfterFunc(grace, s.cancel)
+	})
+}
+
+// stopped is closed once stop has been called.
+func (s *shareSource) stopped() <-chan struct{} { return s.stopping }
+
+// exhausted reports whether the fetchers have returned and every poll
+// they handed over has been taken: nothing more will come from next.
+func (s *shareSource) exhausted() bool {
+	select {
+	case <-s.idle:
+	default:
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.waiting) == 0
+}
+
 // fetch polls f's client whenever the worker has acknowledged its previous
-// poll, and hands each non-empty poll (or error) to the worker.
+// poll, and hands each non-empty poll (or error) to the worker, until
+// stop or ctx ends. Records of a poll that ctx cut short are handed over
+// too: they are acquired, and a record the worker never takes is released
+// by close.
 func (s *shareSource) fetch(ctx context.Context, f *fetcher) {
 	defer s.wg.Done()
 	for ctx.Err() == nil {
+		select {
+		case <-s.stopping:
+			return
+		default:
+		}
 		most := f.max
 		if f.whole && failpoint.Hit(failpoint.PollPart) == nil {
 			most = -1 // everything fetched
 		}
 		fs := f.cl.PollRecords(ctx, most)
-		if ctx.Err() != nil {
+		p := &poll{f: f, recs: fs.Records()}
+		if ctx.Err() != nil && len(p.recs) == 0 {
 			return
 		}
-		p := &poll{f: f, recs: fs.Records()}
 		if len(p.recs) > 0 && failpoint.Hit(failpoint.DuplicatePoll) != nil {
 			p.recs = append(p.recs, p.recs...)
 		}
@@ -114,6 +162,8 @@ func (s *shareSource) fetch(ctx context.Context, f *fetcher) {
 		}
 		select {
 		case <-f.again:
+		case <-s.stopping:
+			return
 		case <-ctx.Done():
 			return
 		}
@@ -182,7 +232,8 @@ func (b *batch) add(p *poll) {
 // record locks run short (share.partition.max.record.locks), and every
 // piece written alone costs a whole transaction. linger 0 takes only
 // what is ready. An empty batch (and no error) means nothing arrived in
-// time. Errors of polls come back with the records that came with them.
+// time, or that the source is exhausted after stop. Errors of polls come
+// back with the records that came with them.
 func (s *shareSource) next(ctx context.Context, timeout time.Duration, most int, linger time.Duration) (*batch, error) {
 	b := &batch{}
 	var errs []error
@@ -212,6 +263,9 @@ func (s *shareSource) next(ctx context.Context, timeout time.Duration, most int,
 	for b.len() == 0 && len(errs) == 0 {
 		select {
 		case <-s.arrived:
+		case <-s.idle: // stopped: what is waiting is all there is
+			take()
+			return b, errors.Join(errs...)
 		case <-t.C:
 			return b, nil
 		case <-ctx.Done():
@@ -227,6 +281,8 @@ func (s *shareSource) next(ctx context.Context, timeout time.Duration, most int,
 			case <-s.arrived:
 				take()
 				continue
+			case <-s.idle:
+				take()
 			case <-l.C:
 			case <-ctx.Done():
 			}
@@ -286,14 +342,19 @@ func (s *shareSource) renew(ctx context.Context, b *batch) error {
 }
 
 // close stops the fetchers. The batch the worker holds must have been
-// acknowledged; polls handed over but not taken are released.
-func (s *shareSource) close() {
-	s.cancel()
+// acknowledged; polls handed over but not taken are released, and their
+// records counted in the result.
+func (s *shareSource) close() int {
+	s.stop(0)
+	s.cancel() // also when stop gave a poll in flight some grace
 	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	n := 0
 	for _, p := range s.waiting {
 		p.f.cl.MarkAcks(kgo.AckRelease, p.recs...)
+		n += len(p.recs)
 	}
 	s.waiting = nil
+	return n
 }

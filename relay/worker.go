@@ -108,6 +108,10 @@ type worker struct {
 	// rejectDeadLetters: a committed dead letter's record is REJECTed
 	// rather than ACCEPTed (dead_letter.ack: reject).
 	rejectDeadLetters bool
+
+	// drained counts the records of the batches taken after the worker
+	// was told to stop (logged when it stops).
+	drained int
 }
 
 // plan is what one source record of a batch turned into.
@@ -120,16 +124,18 @@ type plan struct {
 	shrunk int
 }
 
-// run polls and processes batches until ctx is cancelled. The batch in
-// flight when ctx is cancelled is finished (committed, aborted or
-// released) and fully acknowledged before run returns. It returns an
+// run polls and processes batches until its source is stopped and every
+// poll the source handed over has been processed (the drain at shutdown;
+// see batch.drain_timeout), or ctx is cancelled (the drain's deadline):
+// the batch in flight then is finished (committed, aborted or released),
+// and every batch is fully acknowledged before run returns. It returns an
 // error only when the worker cannot go on (fenced by a newer instance).
 func (w *worker) run(ctx context.Context) error {
 	w.m.WorkersRunning.Inc()
 	defer w.m.WorkersRunning.Dec()
 	backoff := 100 * time.Millisecond
 	failures := 0 // batches in a row released after a transaction that did not commit
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && !w.src.exhausted() {
 		// Never take records while unable to write them: a worker whose
 		// transactions fail at once would acquire and release records
 		// in a tight loop, burning their deliveries until the broker
@@ -141,10 +147,9 @@ func (w *worker) run(ctx context.Context) error {
 			break // shutting down
 		}
 		if failures > 0 {
-			sleepCtx(ctx, min(time.Duration(failures)*100*time.Millisecond, 2*time.Second))
-			if ctx.Err() != nil {
-				break
-			}
+			// Not when told to stop: the drain writes what the worker
+			// holds without waiting.
+			w.hold(ctx, min(time.Duration(failures)*100*time.Millisecond, 2*time.Second))
 		}
 		polled := time.Now()
 		b, err := w.src.next(ctx, w.pollTimeout, w.most, w.linger)
@@ -155,7 +160,7 @@ func (w *worker) run(ctx context.Context) error {
 		}
 		if err != nil && b.len() == 0 {
 			w.health.trouble(w.id, "polling the share group", err)
-			sleepCtx(ctx, backoff)
+			w.hold(ctx, backoff)
 			backoff = min(2*backoff, 5*time.Second)
 			continue
 		}
@@ -164,9 +169,19 @@ func (w *worker) run(ctx context.Context) error {
 		if b.len() == 0 {
 			continue
 		}
+		if w.stopping() {
+			w.drained += b.len()
+		}
 		res, err := w.process(ctx, b)
 		if err != nil {
 			return errors.Join(err, w.drain())
+		}
+		if w.stopping() && (res == batchFailed || res == batchStopped) {
+			// A drain writes while writing works: after a transaction
+			// that did not commit, or with the cluster unavailable, the
+			// rest is released at once (each try could take the
+			// transaction timeout).
+			break
 		}
 		switch res {
 		case batchDone:
@@ -1032,9 +1047,10 @@ func (w *worker) switchLane() {
 }
 
 // ensureProducer replaces the producer when it is stale, retrying (with
-// the worker reported not ready) until a new one is ready or ctx ends. It
+// the worker reported not ready) until a new one is ready, ctx ends, or
+// the worker is told to stop (a drain does not wait for the cluster). It
 // returns an error wrapping txn.ErrFenced when a newer instance owns the
-// transactional id, and ctx's error when ctx ends first.
+// transactional id, and an error when it gives up.
 func (w *worker) ensureProducer(ctx context.Context) error {
 	if !w.stale {
 		return nil
@@ -1053,8 +1069,11 @@ func (w *worker) ensureProducer(ctx context.Context) error {
 			return fmt.Errorf("worker %d: %w", w.id, err)
 		}
 		w.health.trouble(w.id, "creating the transactional producer", err)
-		if !sleepCtx(ctx, min(time.Duration(attempt+1)*500*time.Millisecond, 10*time.Second)) {
-			return ctx.Err()
+		if !w.hold(ctx, min(time.Duration(attempt+1)*500*time.Millisecond, 10*time.Second)) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("worker %d: stopping without a transactional producer: %w", w.id, err)
 		}
 	}
 }
@@ -1064,7 +1083,9 @@ func (w *worker) ensureProducer(ctx context.Context) error {
 // an earlier claim of its records not settled yet):
 // it reports the worker not ready with the reason and waits, with a
 // capped backoff, until the topics the pipeline writes are there again.
-// It returns false when ctx ends first.
+// It returns false when ctx ends or the worker is told to stop first: a
+// drain at shutdown writes what can be written, and holding records for
+// a cluster that does not take them would only delay the stop.
 func (w *worker) pause(ctx context.Context, cause error) bool {
 	class := kafkaerr.Classify(cause)
 	reason := "cluster unavailable"
@@ -1078,10 +1099,10 @@ func (w *worker) pause(ctx context.Context, cause error) bool {
 	}
 	w.health.paused(w.id, reason, cause)
 	for attempt := 1; ; attempt++ {
-		if !sleepCtx(ctx, min(time.Duration(attempt)*500*time.Millisecond, 15*time.Second)) {
+		if !w.hold(ctx, min(time.Duration(attempt)*500*time.Millisecond, 15*time.Second)) {
 			return false
 		}
-		if err := w.ensureProducer(ctx); err != nil || ctx.Err() != nil {
+		if err := w.ensureProducer(ctx); err != nil || ctx.Err() != nil || w.stopping() {
 			return false
 		}
 		if err := w.probe(ctx); err != nil {
@@ -1435,6 +1456,33 @@ func ackLabel(s kgo.AckStatus) string {
 
 // sleepCtx sleeps for d or until ctx ends; it reports whether it slept the
 // whole time.
+// hold waits d, or less when ctx ends or the worker is told to stop; it
+// reports whether it waited all of d. The backoffs of a worker use it: a
+// worker told to stop writes what it holds without waiting, or releases
+// it.
+func (w *worker) hold(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+	case <-w.src.stopped():
+	}
+	return false
+}
+
+// stopping reports whether the worker has been told to stop: it takes no
+// new records, and writes (drains) those it holds.
+func (w *worker) stopping() bool {
+	select {
+	case <-w.src.stopped():
+		return true
+	default:
+		return false
+	}
+}
+
 func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
