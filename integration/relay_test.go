@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"context"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sharerelay/sharerelay/integration/harness"
 	"github.com/sharerelay/sharerelay/relay"
@@ -65,32 +68,108 @@ func TestRealBrokerTheRelayRaisesItsGroupsRecordLockLimit(t *testing.T) {
 	}
 }
 
-func TestRealBrokerSIGTERMMidStreamLosesNothing(t *testing.T) {
+// SIGTERM mid-stream: the relay polls no more, writes the records it holds
+// (batch.drain_timeout, default 5 s) instead of releasing them, leaves the
+// group and exits 0; a new process with the same instance name finishes
+// the work exactly once. Whether the stop released anything shows in the
+// records' delivery counts: a plain share consumer reading the group after
+// the stop gets every record left on its first delivery when the relay
+// drained, and those the relay held on their second with drain_timeout 0,
+// which releases them (every acquisition spends a delivery; one released
+// at a stop was spent for nothing, and frequent restarts walk records to
+// the delivery limit).
+func TestRealBrokerSIGTERMMidStreamWritesWhatTheRelayHolds(t *testing.T) {
 	seeds := seedsFor(t)
-	const n = 3000
-	// 10 ms per record keeps the stream going long enough to stop it in
-	// the middle of a batch.
-	p := newPipe(t, seeds, harness.PipelineOptions{Workers: 2, MaxRecords: 20, Transforms: `[{type: delay, duration: 10ms}]`})
-	seedOrders(t, p, 1, n)
-	a := startRelay(t, p, "a")
-	waitFor(t, p, 2*time.Minute, "some output", func(o outcome) bool { return o.Jobs.Records >= 200 })
-	_ = a.Signal(syscall.SIGTERM) // an exited relay shows in its exit code
-	start := time.Now()
-	if code, err := a.Wait(30 * time.Second); err != nil || code != 0 {
-		t.Fatalf("relay after SIGTERM: exit %d, %v; want 0", code, err)
+	const n, maxRecords = 3000, 20
+	for _, c := range []struct {
+		drain string
+		// redelivered bounds the records found on a second delivery:
+		// at most a poll's worth with the drain (a share fetch still in
+		// flight after the drain's grace), more than that without.
+		most, least int
+	}{
+		{drain: "", most: maxRecords},
+		{drain: "0s", least: maxRecords + 1},
+	} {
+		name := "drain_timeout=" + c.drain
+		if c.drain == "" {
+			name = "default drain_timeout"
+		}
+		t.Run(name, func(t *testing.T) {
+			// 10 ms per record keeps the stream going long enough to stop
+			// it in the middle of a batch, with each worker's other polls
+			// waiting.
+			p := newPipe(t, seeds, harness.PipelineOptions{Workers: 2, Consumers: 4, MaxRecords: maxRecords, DrainTimeout: c.drain,
+				Transforms: `[{type: delay, duration: 10ms}]`})
+			seedOrders(t, p, 1, n)
+			a := startRelay(t, p, "a")
+			waitFor(t, p, 2*time.Minute, "some output", func(o outcome) bool { return o.Jobs.Records >= 200 })
+			_ = a.Signal(syscall.SIGTERM) // an exited relay shows in its exit code
+			start := time.Now()
+			if code, err := a.Wait(30 * time.Second); err != nil || code != 0 {
+				t.Fatalf("relay after SIGTERM: exit %d, %v; want 0", code, err)
+			}
+			t.Logf("relay stopped %s after SIGTERM", time.Since(start).Round(time.Millisecond))
+			if c.drain == "" && !strings.Contains(a.LogTail(1<<20), `msg="worker drained"`) {
+				t.Errorf("relay a logged no 'worker drained' line:\n%s", a.LogTail(4000))
+			}
+			mid, err := measure(t, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			left := n - len(mid.Jobs.BySource)
+			if left <= 0 {
+				t.Fatalf("the relay finished before SIGTERM (%v); the test did not stop it mid-stream", mid)
+			}
+			first := firstDeliveries(t, p, left)
+			redelivered := 0
+			for _, d := range first {
+				if d > 1 {
+					redelivered++
+				}
+			}
+			t.Logf("after the stop: %d records left, %d of them on a second delivery or later", left, redelivered)
+			if c.most > 0 && redelivered > c.most || redelivered < c.least {
+				t.Errorf("%d records left came back on a second delivery or later, want between %d and %d", redelivered, c.least, c.most)
+			}
+			// A new process with the same instance name finishes the work.
+			startRelay(t, p, "a")
+			exactlyOnce(t, settled(t, p, n, 3*time.Minute), n, 0)
+		})
 	}
-	t.Logf("relay stopped %s after SIGTERM", time.Since(start).Round(time.Millisecond))
-	mid, err := measure(t, p)
+}
+
+// firstDeliveries reads p's group with a plain share consumer until it has
+// seen want distinct records (or 30 s), releasing every one so that a relay
+// still gets them, and returns the delivery count each had the first time
+// it came.
+func firstDeliveries(t *testing.T, p *harness.Pipeline, want int) map[[2]int64]int32 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Seeds...), kgo.ShareGroup(p.Group), kgo.ConsumeTopics(p.Source))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(mid.Jobs.BySource) >= n {
-		t.Fatalf("the relay finished before SIGTERM (%v); the test did not stop it mid-stream", mid)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first := map[[2]int64]int32{}
+	for len(first) < want && ctx.Err() == nil {
+		recs := cl.PollRecords(ctx, 500).Records()
+		for _, r := range recs {
+			k := [2]int64{int64(r.Partition), r.Offset}
+			if _, ok := first[k]; !ok {
+				first[k] = r.DeliveryCount()
+			}
+		}
+		cl.MarkAcks(kgo.AckRelease, recs...)
 	}
-	// A new process with the same instance name finishes the work.
-	startRelay(t, p, "a")
-	o := settled(t, p, n, 3*time.Minute)
-	exactlyOnce(t, o, n, 0)
+	if err := cl.FlushAcks(context.Background()); err != nil {
+		t.Fatalf("releasing what the share consumer read: %v", err)
+	}
+	if len(first) < want {
+		t.Fatalf("a share consumer read %d of the %d records left", len(first), want)
+	}
+	return first
 }
 
 // An instance started under the name of one still running fences it: the

@@ -211,6 +211,7 @@ func newScenario(t *testing.T, n needs, o opts) *scenario {
 		Partitions:    o.Partitions,
 		MaxRecords:    o.MaxRecords,
 		AcquireMode:   os.Getenv("CHAOS_ACQUIRE_MODE"),
+		DrainTimeout:  os.Getenv("CHAOS_DRAIN_TIMEOUT"),
 		Transforms:    o.Transforms,
 		TxnTimeout:    o.TxnTimeout,
 		RenewLocks:    !o.NoRenew,

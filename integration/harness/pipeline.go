@@ -93,6 +93,9 @@ type PipelineOptions struct {
 	// FetchMaxBytes is client.consumer.fetch_max_bytes (default: the
 	// relay's).
 	FetchMaxBytes int
+	// DrainTimeout is batch.drain_timeout as YAML, e.g. "0s" (default
+	// "": the relay's, 5s).
+	DrainTimeout string
 	// Security is YAML appended to the file as is: its tls and sasl
 	// sections, for a relay on a secured listener (Brokers) while the
 	// harness's own clients keep using Seeds. Default none.
@@ -212,6 +215,9 @@ func (p *Pipeline) yaml(o PipelineOptions) []byte {
 	}
 	if o.ForegroundCommit {
 		batch += "\n  background_commit: false"
+	}
+	if o.DrainTimeout != "" {
+		batch += "\n  drain_timeout: " + o.DrainTimeout
 	}
 	client := ""
 	if o.FetchMaxBytes != 0 {
