@@ -323,11 +323,12 @@ func TestSystemdUnitStopsCleanlyAndRunsConfined(t *testing.T) {
 	}
 
 	// The README promises that a SIGTERM ends the relay within
-	// output.transaction_timeout + 10 s; systemd must not SIGKILL it sooner.
+	// batch.drain_timeout + output.transaction_timeout + 10 s; systemd
+	// must not SIGKILL it sooner.
 	stop, ok := parseTimespan(u.get("Service", "TimeoutStopSec"))
-	bound := config.DefaultTransactionTimeout + 10*time.Second
+	bound := config.DefaultDrainTimeout + config.DefaultTransactionTimeout + 10*time.Second
 	if !ok || stop < bound {
-		t.Errorf("%s: TimeoutStopSec=%q; want at least %s (the default output.transaction_timeout %s + 10 s)", path, u.get("Service", "TimeoutStopSec"), bound, config.DefaultTransactionTimeout)
+		t.Errorf("%s: TimeoutStopSec=%q; want at least %s (the default batch.drain_timeout %s + output.transaction_timeout %s + 10 s)", path, u.get("Service", "TimeoutStopSec"), bound, config.DefaultDrainTimeout, config.DefaultTransactionTimeout)
 	}
 	if stop > 2*bound {
 		t.Errorf("%s: TimeoutStopSec=%s is far above the shutdown bound %s: a hung relay would hold a restart that long", path, stop, bound)

@@ -14,9 +14,10 @@
 // its secrets redacted, then the configuration's warnings; validate prints
 // the warnings too, without failing.
 //
-// run stops cleanly on SIGTERM or SIGINT: it stops polling, lets the batch in
-// flight commit or abort, releases whatever was not committed, leaves the
-// share group and exits 0. A second signal exits at once with status 130.
+// run stops cleanly on SIGTERM or SIGINT: it stops polling, writes the
+// records it holds for up to batch.drain_timeout, releases whatever was not
+// committed, leaves the share group and exits 0. A second signal exits at
+// once with status 130.
 package main
 
 import (
@@ -99,7 +100,7 @@ func signalContext(log *slog.Logger) (context.Context, func()) {
 		if !ok {
 			return
 		}
-		log.Info("signal received; finishing the batches in flight (send again to exit at once)", "signal", s.String())
+		log.Info("signal received; stopping cleanly: writing what is held, then leaving (send again to exit at once)", "signal", s.String())
 		cancel()
 		if s, ok = <-sigs; ok {
 			log.Error("second signal; exiting at once", "signal", s.String())
