@@ -26,6 +26,7 @@ type health struct {
 	mu       sync.Mutex
 	starting string // why the relay is not running yet; "" once it is
 	workers  map[int]*outage
+	stopping bool // told to stop: the workers drain
 	stopped  bool
 }
 
@@ -76,6 +77,8 @@ func (h *health) Ready() (bool, string) {
 	switch {
 	case h.stopped:
 		return false, "stopped"
+	case h.stopping:
+		return false, "stopping: writing the records the workers hold (batch.drain_timeout)"
 	case h.starting != "":
 		return false, h.starting
 	}
@@ -100,6 +103,15 @@ func (h *health) setStarting(why string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.starting = why
+	h.setReadyGauge()
+}
+
+// drain marks the relay told to stop (not ready): its workers write what
+// they hold and take nothing new.
+func (h *health) drain() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopping = true
 	h.setReadyGauge()
 }
 
@@ -161,7 +173,7 @@ func (h *health) fine(id int) {
 // setReadyGauge mirrors Ready in the ready gauge; h.mu is held.
 func (h *health) setReadyGauge() {
 	v := 0.0
-	if !h.stopped && h.starting == "" && len(h.workers) == 0 {
+	if !h.stopped && !h.stopping && h.starting == "" && len(h.workers) == 0 {
 		v = 1
 	}
 	h.m.Ready.Set(v)

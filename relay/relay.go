@@ -201,6 +201,7 @@ func (r *Relay) laneTransactionalID(i, l int) string {
 // to stop (fenced).
 func (r *Relay) Run(ctx context.Context) error {
 	defer r.health.stop()
+	defer context.AfterFunc(ctx, r.health.drain)()
 	var topicIDs map[string][16]byte
 	err := r.retry(ctx, "connecting to the cluster", func() (err error) {
 		topicIDs, err = r.prepare(ctx)

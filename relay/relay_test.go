@@ -1183,15 +1183,29 @@ func TestAStopWritesWhatTheWorkerHoldsWithinTheDrainTimeout(t *testing.T) {
 			polled := testutil.ToFloat64(r.Metrics().RecordsPolled.WithLabelValues("0"))
 			cancel()
 			stopped := time.Now()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("Run: %v", err)
+			var during string // what /readyz says while the relay stops
+			for wait := true; wait; {
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatalf("Run: %v", err)
+					}
+					wait = false
+				case <-time.After(5 * time.Millisecond):
+					if ok, why := r.Ready(); ok {
+						t.Errorf("ready %s after the cancel", time.Since(stopped))
+					} else if during == "" {
+						during = why
+					}
+					if time.Since(stopped) > c.bound+10*time.Second {
+						t.Fatal("Run did not return after cancel")
+					}
 				}
-			case <-time.After(c.bound + 10*time.Second):
-				t.Fatal("Run did not return after cancel")
 			}
 			took := time.Since(stopped)
+			if c.drain == "5s" && !strings.HasPrefix(during, "stopping") {
+				t.Errorf("readyz said %q while the relay drained, want stopping", during)
+			}
 			released := releasedAcks(r, 1)
 			after := testutil.ToFloat64(r.Metrics().RecordsPolled.WithLabelValues("0"))
 			t.Logf("drain %s: stopped in %s; %v records polled at the cancel, %v by the end, %v released", c.drain, took.Round(time.Millisecond), polled, after, released)
