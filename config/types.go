@@ -142,11 +142,12 @@ type Batch struct {
 	// batches, so MaxRecords is a soft bound: less work for client and
 	// broker, but polls of uneven size that take thousands of record
 	// locks at once with small records, slow and erratic when the group
-	// runs short of locks, and a crash or restart of an instance costs a
-	// delivery to every record it holds, which whole batches multiply
-	// (the chaos catalogue's bounce scenarios with 1 MiB source batches
-	// lost records to the delivery limit with it, none with
-	// record_limit). auto resolves at start to batch_optimized when the
+	// runs short of locks, and a crash of an instance costs a delivery to
+	// every record it holds, which whole batches multiply (the chaos
+	// catalogue's bounce scenario that kills relays lost records to the
+	// delivery limit with 1 MiB source batches, none with record_limit;
+	// the one that stops them cleanly did too until a stop drained, see
+	// DrainTimeout). auto resolves at start to batch_optimized when the
 	// group may lock what this instance asks for (workers × consumers ×
 	// MaxRecords, the record locks of all source partitions) and the
 	// pipeline asks for large polls (MaxRecords ≥
