@@ -345,8 +345,7 @@ func (s *shareSource) renew(ctx context.Context, b *batch) error {
 // acknowledged; polls handed over but not taken are released, and their
 // records counted in the result.
 func (s *shareSource) close() int {
-	s.stop(0)
-	s.cancel() // also when stop gave a poll in flight some grace
+	s.cancel() // the fetchers' context: also ends a poll that stop gave some grace
 	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
