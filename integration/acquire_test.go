@@ -71,41 +71,56 @@ func TestRealBrokerAFetchOfWholeSourceBatchesIsHeldAndRenewedByTheWorker(t *test
 	}
 }
 
-// batch.acquire_mode auto acquires whole source batches
-// when the group may lock what the instance asks for, and splits them
-// (record_limit) when it may not: one source batch of 3,000 records, polls
-// of 1,000, 2 consumers (2,000 records asked for). With 4,000 locks the
-// first poll takes the whole batch, one or two transactions; with 1,500
-// each poll takes at most 1,000, three transactions or more. Both relay
-// exactly once, and the relay logs the mode it chose and why.
-func TestRealBrokerAutoAcquiresWholeBatchesOnlyWhenTheGroupMayLockThem(t *testing.T) {
+// batch.acquire_mode auto acquires whole source batches when a source
+// batch is no larger than a poll and the group may lock what the instance
+// may hold with them, and splits them (record_limit) otherwise: 3,000
+// records, polls of 1,000, one worker with one share consumer. Written
+// in batches of 750 with 4,000 locks (1,000 + 750 may be held), a poll
+// takes two whole batches, 1,500 records: two transactions. With 1,500
+// locks, or written in one batch of 3,000 (1,000 + 3,000 may be held,
+// within the 4,000 locks, but a poll of whole batches would hold all of
+// it, three times what it asks for), each poll takes at most 1,000:
+// three transactions or more. All relay exactly once, and the relay logs
+// the mode it chose and why. Before auto sampled the source's batches
+// the one-batch case chose batch_optimized (one transaction).
+func TestRealBrokerAutoAcquiresWholeBatchesOnlyWhenTheyFitAPollAndTheGroupMayLockThem(t *testing.T) {
 	seeds := seedsFor(t)
 	const n, most = 3000, 1000
 	cases := []struct {
 		name, locks, mode string
+		batch             int
+		why               string
 		minTxns, maxTxns  int
 	}{
-		{name: "locks cover the instance", locks: "4000", mode: config.AcquireBatchOptimized, minTxns: 1, maxTxns: 2},
-		{name: "locks short", locks: "1500", mode: config.AcquireRecordLimit, minTxns: n / most, maxTxns: n},
+		{name: "batches fit a poll, locks cover the instance", locks: "4000", batch: 750, mode: config.AcquireBatchOptimized,
+			why: "source batches span up to 750 records", minTxns: 1, maxTxns: 2},
+		{name: "locks short", locks: "1500", batch: 750, mode: config.AcquireRecordLimit,
+			why: "more than the 1500 the group may lock", minTxns: n / most, maxTxns: n},
+		{name: "a source batch larger than a poll", locks: "4000", batch: n, mode: config.AcquireRecordLimit,
+			why: "spans up to 3000 records, more than batch.max_records 1000", minTxns: n / most, maxTxns: n},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			addr := metricsAddr(t)
-			p := newPipe(t, seeds, harness.PipelineOptions{Workers: 1, Consumers: 2, Partitions: 1, MaxRecords: most,
+			p := newPipe(t, seeds, harness.PipelineOptions{Workers: 1, Consumers: 1, Partitions: 1, MaxRecords: most,
 				AcquireMode: config.AcquireAuto, MetricsListen: addr, GroupConfigs: map[string]string{"share.partition.max.record.locks": c.locks}})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if err := (harness.Orders{Topic: p.Source}).Seed(ctx, p.Seeds, 1, n,
-				kgo.ProducerLinger(2*time.Second), kgo.ProducerBatchMaxBytes(1<<20)); err != nil {
-				t.Fatal(err)
+			// One source batch a Seed: every record produced within
+			// the linger, far below the batch size.
+			for from := 1; from <= n; from += c.batch {
+				if err := (harness.Orders{Topic: p.Source}).Seed(ctx, p.Seeds, from, min(from+c.batch-1, n),
+					kgo.ProducerLinger(2*time.Second), kgo.ProducerBatchMaxBytes(1<<20)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			r := startRelay(t, p, "r")
 			exactlyOnce(t, settled(t, p, n, 3*time.Minute), n, 0)
 			txns := int(metricWhere(t, addr, "sharerelay_transactions_total", `outcome="committed"`))
 			log := r.LogTail(1 << 20)
 			t.Logf("%s: %d transactions committed", c.name, txns)
-			if !strings.Contains(log, "acquire mode "+c.mode) || !strings.Contains(log, "auto: ") {
-				t.Errorf("the relay's log does not say it chose %s (auto):\n%s", c.mode, log)
+			if !strings.Contains(log, "acquire mode "+c.mode) || !strings.Contains(log, "auto: ") || !strings.Contains(log, c.why) {
+				t.Errorf("the relay's log does not say it chose %s (auto) because %q:\n%s", c.mode, c.why, log)
 			}
 			if txns < c.minTxns || txns > c.maxTxns {
 				t.Errorf("%d transactions committed; want %d to %d (%s)", txns, c.minTxns, c.maxTxns, c.mode)

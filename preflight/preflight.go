@@ -621,9 +621,11 @@ func (c *checker) shareConsumers(limit int, from string) {
 }
 
 // acquireMode says which acquire mode the relay will run with
-// (relay.AcquireModeFor), from the record lock limit it will find: the
+// (relay.AcquireModeFor), from the record lock limit it will find (the
 // one it raises the group's to at start when it manages the group's
-// configs, else the group's or the broker's.
+// configs, else the group's or the broker's) and, for auto, the source's
+// record batches as they are now (the relay samples them again at
+// start).
 func (c *checker) acquireMode(ctx context.Context, deliveryLimit int) {
 	const check = "acquire mode"
 	if c.p.Workers <= 0 || c.p.Batch.Consumers <= 0 {
@@ -631,9 +633,17 @@ func (c *checker) acquireMode(ctx context.Context, deliveryLimit int) {
 	}
 	locks, from := c.plannedSetting(ctx, relay.GroupRecordLocks, "group.share.partition.max.record.locks")
 	consumers := relay.CrashConsumers(c.p.Workers, c.p.Batch.Consumers, deliveryLimit)
-	mode, why := relay.AcquireModeFor(c.p, consumers, locks, c.sourceParts)
+	batchRecords := 0
+	var sampleErr error
+	if c.p.Batch.AcquireMode == config.AcquireAuto && c.sourceParts > 0 {
+		batchRecords, sampleErr = relay.SourceBatchRecords(ctx, c.cl, c.p.Source.Topics)
+	}
+	mode, why := relay.AcquireModeFor(c.p, consumers, locks, c.sourceParts, batchRecords)
 	if locks > 0 {
 		why += fmt.Sprintf("; record lock limit from %s", from)
+	}
+	if sampleErr != nil {
+		why += fmt.Sprintf("; %v", sampleErr)
 	}
 	c.rep.add(OK, check, "%s (%s)", mode, why)
 }
