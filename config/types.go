@@ -148,8 +148,11 @@ type Batch struct {
 	// delivery limit with 1 MiB source batches, none with record_limit;
 	// the one that stops them cleanly did too until a stop drained, see
 	// DrainTimeout). auto resolves at start to batch_optimized when the
-	// group may lock what this instance asks for (workers × consumers ×
-	// MaxRecords, the record locks of all source partitions) and the
+	// source's newest record batches span no more records than a poll
+	// asks for (MaxRecords; larger ones are what made the bounce scenario
+	// lose records, sampled at start), the group may lock what this
+	// instance may hold with them (workers × consumers × (MaxRecords + a
+	// source batch), the record locks of all source partitions) and the
 	// pipeline asks for large polls (MaxRecords ≥
 	// AutoWholeBatchesMinRecords, TransformConcurrency 1), to
 	// record_limit otherwise: a small MaxRecords or a
