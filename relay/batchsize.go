@@ -49,7 +49,9 @@ func SourceBatchRecords(ctx context.Context, cl *kgo.Client, topics []string) (i
 	}
 	// One fetch a leader, each partition read from its sample's start.
 	reqs := map[int32]*kmsg.FetchRequest{}
+	names := map[[16]byte]string{} // a Fetch answer since v13 names topics by ID
 	for _, t := range md.Topics.Sorted() {
+		names[t.ID] = t.Topic
 		if t.Err != nil {
 			return 0, fmt.Errorf("sampling the source's record batches: topic %s: %w", t.Topic, t.Err)
 		}
@@ -94,9 +96,13 @@ func SourceBatchRecords(ctx context.Context, cl *kgo.Client, topics []string) (i
 			return 0, fmt.Errorf("sampling the source's record batches: fetching from broker %d: %w", leader, err)
 		}
 		for _, t := range resp.Topics {
+			name := t.Topic
+			if name == "" {
+				name = names[t.TopicID]
+			}
 			for _, p := range t.Partitions {
 				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-					return 0, fmt.Errorf("sampling the source's record batches: %s[%d]: %w", t.Topic, p.Partition, err)
+					return 0, fmt.Errorf("sampling the source's record batches: %s[%d]: %w", name, p.Partition, err)
 				}
 				most = max(most, largestBatch(p.RecordBatches))
 			}
