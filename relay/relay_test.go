@@ -1238,3 +1238,62 @@ func TestAStopWritesWhatTheWorkerHoldsWithinTheDrainTimeout(t *testing.T) {
 		})
 	}
 }
+
+// Records on their last deliveries (delivery count within 2 of the
+// group's limit, kfake's 5) are written ahead of their batch, in a
+// transaction of their own: a crash during the rest of the batch then
+// cannot cost them the delivery the broker would archive them after.
+// Five of twenty records are brought to their third delivery by a share
+// consumer that releases them twice; the relay then polls all twenty in
+// one batch and commits two transactions, the five first.
+func TestRecordsOnTheirLastDeliveriesAreWrittenFirstInATransactionOfTheirOwn(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders", "jobs", "jobs.dlq"),
+		kfake.BrokerConfigs(map[string]string{"group.share.heartbeat.interval.ms": "200"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	seedOrders(t, c, 20)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	helper, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ShareGroup("g"), kgo.ConsumeTopics("orders"),
+		kgo.ShareMaxRecords(5), kgo.ShareMaxRecordsStrict(), kgo.MaxConcurrentFetches(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SetGroupConfigs(ctx, helper, "g", map[string]string{GroupAutoOffsetReset: "earliest"}); err != nil {
+		t.Fatal(err)
+	}
+	for round := 1; round <= 2; round++ {
+		var recs []*kgo.Record
+		for len(recs) == 0 && ctx.Err() == nil {
+			recs = helper.PollRecords(ctx, 5).Records()
+		}
+		if len(recs) != 5 || recs[0].Offset != 0 || recs[0].DeliveryCount() != int32(round) {
+			t.Fatalf("round %d: the helper polled %d records (first %+v); want offsets 0..4 on delivery %d", round, len(recs), recs, round)
+		}
+		helper.MarkAcks(kgo.AckRelease, recs...)
+		if err := helper.FlushAcks(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	helper.Close()
+
+	p := pipeline(t, c, "")
+	p.Delivery, p.Workers, p.Batch.Consumers = config.ExactlyOnce, 1, 1
+	r, err := New(Options{Pipeline: p, Instance: "t", Logger: quietLogger(), LedgerMarkers: eos.MarkersAtSameOrNextEpoch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, _ := runUntil(t, r, c, 20)
+	if jobs.Records != 20 || len(jobs.BySource) != 20 {
+		t.Fatalf("jobs %d (unique %d), want 20 unique", jobs.Records, len(jobs.BySource))
+	}
+	m := r.Metrics()
+	if v := testutil.ToFloat64(m.LastDeliveriesFirst.WithLabelValues("0")); v != 5 {
+		t.Errorf("last_deliveries_first_total = %v, want 5", v)
+	}
+	if v := testutil.ToFloat64(m.Transactions.WithLabelValues("0", "committed")); v != 2 {
+		t.Errorf("committed transactions = %v, want 2 (the five on their last deliveries, then the rest)", v)
+	}
+}
