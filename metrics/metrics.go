@@ -49,12 +49,8 @@ type Metrics struct {
 	Transactions     *prometheus.CounterVec
 	BatchSeconds     prometheus.Histogram
 	AlreadyCommitted *prometheus.CounterVec
-	// LastDeliveriesFirst counts records written ahead of their batch,
-	// in a transaction of their own, because they were on their last
-	// deliveries (crashes had used up the others).
-	LastDeliveriesFirst *prometheus.CounterVec
-	ClaimConflicts      *prometheus.CounterVec
-	ProducerResets      *prometheus.CounterVec
+	ClaimConflicts   *prometheus.CounterVec
+	ProducerResets   *prometheus.CounterVec
 	// HangingSpans counts checks that found a transaction of a worker's
 	// producer id left open by a lost marker (the worker holds its
 	// records until it is completed).
@@ -125,20 +121,19 @@ func New(reg prometheus.Registerer, pipeline string) *Metrics {
 		return v
 	}
 	m := &Metrics{
-		RecordsPolled:       counter("records_polled_total", "Records received from the share group (every delivery counts).", "worker"),
-		Redeliveries:        counter("redeliveries_total", "Records received with a delivery count above 1.", "worker"),
-		RecordsProduced:     counter("records_produced_total", "Output records written in committed transactions.", "worker"),
-		RecordsFiltered:     counter("records_filtered_total", "Source records the transforms filtered out (accepted, nothing produced).", "worker"),
-		DeadLetters:         counter("dead_letters_total", "Source records written to the dead-letter topic in committed transactions.", "worker"),
-		Acks:                counter("acks_total", "Share acknowledgements sent, by type.", "worker", "type"),
-		AckErrors:           counter("ack_errors_total", "Share acknowledgements the broker refused or the client could not deliver.", "worker"),
-		Transactions:        counter("transactions_total", "Transactions ended, by outcome.", "worker", "outcome"),
-		AlreadyCommitted:    counter("already_committed_total", "Records accepted without processing because the claim ledger shows them committed (exactly-once only).", "worker"),
-		LastDeliveriesFirst: counter("last_deliveries_first_total", "Records written ahead of the rest of their batch, in a transaction of their own, because their delivery count was within 2 of the share group's delivery limit.", "worker"),
-		ProducerResets:      counter("producer_resets_total", "Transactional producers replaced after a fatal error (they could no longer begin or abort transactions).", "worker"),
-		HangingSpans:        counter("hanging_transactions_total", "Checks that found a transaction of the worker's producer id open in a partition it writes after the broker lost its marker; the worker holds its records until an operator completes it (see docs/exactly-once.md).", "worker"),
-		LostMarkers:         counter("lost_markers_total", "Transactions that continued a span an earlier transaction of the worker's producer id left open after the broker lost its marker, by what the worker did: committed, aborted, restored, claims, unknown (see docs/exactly-once.md).", "worker", "repair"),
-		ClaimConflicts:      counter("claim_conflicts_total", "Records dropped from a transaction because an earlier claim committed them (exactly-once only).", "worker"),
+		RecordsPolled:    counter("records_polled_total", "Records received from the share group (every delivery counts).", "worker"),
+		Redeliveries:     counter("redeliveries_total", "Records received with a delivery count above 1.", "worker"),
+		RecordsProduced:  counter("records_produced_total", "Output records written in committed transactions.", "worker"),
+		RecordsFiltered:  counter("records_filtered_total", "Source records the transforms filtered out (accepted, nothing produced).", "worker"),
+		DeadLetters:      counter("dead_letters_total", "Source records written to the dead-letter topic in committed transactions.", "worker"),
+		Acks:             counter("acks_total", "Share acknowledgements sent, by type.", "worker", "type"),
+		AckErrors:        counter("ack_errors_total", "Share acknowledgements the broker refused or the client could not deliver.", "worker"),
+		Transactions:     counter("transactions_total", "Transactions ended, by outcome.", "worker", "outcome"),
+		AlreadyCommitted: counter("already_committed_total", "Records accepted without processing because the claim ledger shows them committed (exactly-once only).", "worker"),
+		ProducerResets:   counter("producer_resets_total", "Transactional producers replaced after a fatal error (they could no longer begin or abort transactions).", "worker"),
+		HangingSpans:     counter("hanging_transactions_total", "Checks that found a transaction of the worker's producer id open in a partition it writes after the broker lost its marker; the worker holds its records until an operator completes it (see docs/exactly-once.md).", "worker"),
+		LostMarkers:      counter("lost_markers_total", "Transactions that continued a span an earlier transaction of the worker's producer id left open after the broker lost its marker, by what the worker did: committed, aborted, restored, claims, unknown (see docs/exactly-once.md).", "worker", "repair"),
+		ClaimConflicts:   counter("claim_conflicts_total", "Records dropped from a transaction because an earlier claim committed them (exactly-once only).", "worker"),
 		BatchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "sharerelay", Name: "batch_duration_seconds", ConstLabels: c,
 			Help:    "Time from a poll returning records to every record of the batch being acknowledged.",

@@ -258,6 +258,7 @@ func (w *worker) process(ctx context.Context, b *batch) (res batchResult, err er
 
 	// 1. Records an earlier transaction already committed are done; a
 	// second copy of a record in the batch is not written at all.
+	transformed := time.Now()
 	done := w.guard.Committed(srcs)
 	todo := make([]int, 0, b.len())
 	already := 0
@@ -275,60 +276,8 @@ func (w *worker) process(ctx context.Context, b *batch) (res batchResult, err er
 	if already > 0 {
 		w.m.AlreadyCommitted.WithLabelValues(w.label).Add(float64(already))
 	}
-	// 2. Records on their last deliveries first: transformed and
-	// committed in a transaction of their own before the rest of the
-	// batch is transformed, so that a crash during the rest does not
-	// cost them the delivery the broker would archive them after.
-	if last, rest := w.lastDeliveries(b, todo); len(last) > 0 && len(rest) > 0 {
-		w.m.LastDeliveriesFirst.WithLabelValues(w.label).Add(float64(len(last)))
-		if res, err := w.transformAndWrite(ctx, b, srcs, last, nil); res != batchDone || err != nil {
-			for _, i := range rest {
-				b.set(i, kgo.AckRelease)
-			}
-			return res, err
-		}
-		todo = rest
-	}
-	return w.transformAndWrite(ctx, b, srcs, todo, finish)
-}
-
-// lastDeliveryMargin: a record whose delivery count is within this many
-// of the group's delivery limit is on its last deliveries
-// (worker.lastDeliveries). A crash costs a record the delivery it held
-// and can cost it one more (a share fetch the dead process left waiting
-// acquires it again), so these are the records one more crash can make
-// the broker archive.
-const lastDeliveryMargin = 2
-
-// lastDeliveries splits todo into the records on their last deliveries
-// (delivery count ≥ the group's limit − lastDeliveryMargin) and the rest,
-// both in batch order. The chaos catalogue's RelayHardBounce with whole
-// batches lost records whose ten deliveries went to relays killed before
-// they committed, and to the fetches those relays left waiting; the
-// ninth and tenth went to relays that took them in a poll of a thousand
-// records transformed at 1 ms each (2026-12-06).
-func (w *worker) lastDeliveries(b *batch, todo []int) (last, rest []int) {
-	limit := w.limits.deliveryLimit()
-	if limit <= lastDeliveryMargin+1 {
-		return nil, todo // every redelivery would be "last": no order to keep
-	}
-	for _, i := range todo {
-		if int(b.recs[i].DeliveryCount()) >= limit-lastDeliveryMargin {
-			last = append(last, i)
-		} else {
-			rest = append(rest, i)
-		}
-	}
-	return last, rest
-}
-
-// transformAndWrite transforms the records of todo and writes their plans
-// in transactions (writeAll). A filtered record (no outputs) is claimed
-// with the others, so the ledger's committed set has no hole for it.
-// finish nil: every transaction commits before it returns (no background
-// commit).
-func (w *worker) transformAndWrite(ctx context.Context, b *batch, srcs []eos.Source, todo []int, finish func()) (batchResult, error) {
-	transformed := time.Now()
+	// 2. Transform. A filtered record (no outputs) is claimed with the
+	// others, so the ledger's committed set has no hole for it.
 	plans, release := w.transformAll(ctx, b, todo)
 	var pending []int
 	for _, i := range todo {
@@ -339,6 +288,8 @@ func (w *worker) transformAndWrite(ctx context.Context, b *batch, srcs []eos.Sou
 		pending = append(pending, i)
 	}
 	w.phase(metrics.PhaseTransform, transformed)
+
+	// 3. Write the plans in transactions.
 	return w.writeAll(ctx, b, plans, srcs, pending, finish)
 }
 
@@ -357,10 +308,9 @@ func (w *worker) transformAndWrite(ctx context.Context, b *batch, srcs []eos.Sou
 // refused records are alone and can be dead-lettered.
 //
 // The last transaction of a batch commits in the background when the
-// worker has a second lane (exactly-once) and finish is not nil: the
-// worker goes on with the next batch on the other lane while the
-// coordinator ends this one, and this batch is acknowledged when its
-// commit has ended (finish).
+// worker has a second lane (exactly-once): the worker goes on with the
+// next batch on the other lane while the coordinator ends this one, and
+// this batch is acknowledged when its commit has ended (finish).
 func (w *worker) writeAll(ctx context.Context, b *batch, plans []plan, srcs []eos.Source, pending []int, finish func()) (batchResult, error) {
 	var suspects [][]int
 	defer func() {
@@ -380,7 +330,7 @@ func (w *worker) writeAll(ctx context.Context, b *batch, plans []plan, srcs []eo
 		now, later := w.fit(b, plans, pending, w.prod.MaxBatchBytes())
 		out := w.write(ctx, plans, srcs, now)
 		if out.kind == ready {
-			if w.spare != nil && finish != nil && len(later) == 0 && len(suspects) == 0 {
+			if w.spare != nil && len(later) == 0 && len(suspects) == 0 {
 				w.commitInBackground(ctx, b, plans, now, finish)
 				pending = nil // the background commit chooses their fate
 				return batchCommitting, nil
