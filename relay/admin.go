@@ -403,8 +403,8 @@ func EffectiveShareLimits(ctx context.Context, cl *kgo.Client, group string) (Sh
 // Otherwise it becomes record_limit. why says which, for the log and
 // `relay check`. auto is not the default: whole batches multiply what an
 // instance holds, and so the deliveries each of its crashes costs; even
-// batches that fit a poll (16 KiB, up to 230 records) lost records in 2
-// of 11 RelayHardBounce runs, record_limit in none of 11
+// batches that fit a poll (16 KiB, up to 230 records) lost records in 3
+// of 15 RelayHardBounce runs, record_limit in none of 11
 // (config.Batch.AcquireMode).
 func AcquireModeFor(p *config.Pipeline, consumers, recordLocks, parts, batchRecords int) (mode, why string) {
 	if m := p.Batch.AcquireMode; m != config.AcquireAuto {

@@ -284,8 +284,8 @@
 // sampled the source's batches (2026-12-06); it now keeps record_limit
 // when a batch is larger than a poll, and that run is exact. With the
 // default 16 KiB batches (up to 230 records) and polls of 1,000 auto
-// still takes whole batches, and RelayHardBounce lost records in 2 of
-// 11 runs (7 and 1), record_limit in none of 11. That is why
+// still takes whole batches, and RelayHardBounce lost records in 3 of
+// 15 runs (7, 1 and 4), record_limit in none of 11. That is why
 // record_limit is the default.
 // CHAOS_DRAIN_TIMEOUT sets batch.drain_timeout: RelayCleanBounce with
 // record_limit saw 6,510 redeliveries in 12 SIGTERMs with "0s" (a stop
