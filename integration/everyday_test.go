@@ -477,7 +477,8 @@ func outageFor() time.Duration {
 }
 
 // The broker down for a while under a running relay: not ready (with the
-// reason) during the outage, ready again after it, and exact at the end.
+// reason) during the outage, ready again after it, and exact at the end;
+// the outage is in the log, rate-limited (the relay's lines and franz-go's).
 func TestRealBrokerBrokerDownWhileRunning(t *testing.T) {
 	seeds := seedsFor(t)
 	b := kafkatest.LocalBroker(t)
@@ -528,6 +529,13 @@ func TestRealBrokerBrokerDownWhileRunning(t *testing.T) {
 		t.Fatalf("log: %d 'worker still paused' lines in a %s outage; want at most %d (rate-limited)", still, outageFor(), limit)
 	}
 	t.Logf("log: %d 'worker paused', %d 'worker still paused', %d 'worker resumed' over a %s outage", started, still, resumed, outageFor())
+	// franz-go's own warnings reach the log (kgolog), one line a minute
+	// for each message: its clients retry connecting many times a second.
+	dials := bytes.Count(log, []byte(`msg="franz-go: unable to open connection to broker`))
+	if limit := 2 * (int(outageFor()/time.Minute) + 2); dials < 1 || dials > limit {
+		t.Fatalf("log: %d franz-go 'unable to open connection' lines in a %s outage; want 1 to %d (forwarded, once a minute)", dials, outageFor(), limit)
+	}
+	t.Logf("log: %d franz-go 'unable to open connection' lines", dials)
 }
 
 // SIGTERM while a batch is in flight and the broker is dead: the relay

@@ -2,18 +2,25 @@ package relay
 
 import (
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// kgoLogWindow is how often one franz-go warning is written at most (the
+// next line counts the repeats held back): while a broker is down franz-go
+// warns on every connection attempt of every client.
+const kgoLogWindow = time.Minute
+
 // clientOpts returns the options of a new Kafka client: the pipeline's
 // (brokers, TLS, SASL, tuning, built once by kafkaopts in New), then
-// Options.ClientOpts, then extra, this client's own. Every client of the
-// relay, whatever its job, is made with them: share consumers,
-// transactional producers, the claim ledger's readers and writers, admin
-// clients and the background watchers.
+// franz-go's logger (its warnings and errors in the relay's log, see
+// kgolog), then Options.ClientOpts, then extra, this client's own. Every
+// client of the relay, whatever its job, is made with them: share
+// consumers, transactional producers, the claim ledger's readers and
+// writers, admin clients and the background watchers.
 func (r *Relay) clientOpts(extra ...kgo.Opt) []kgo.Opt {
-	return r.kafka.Opts(slices.Concat(r.opts.ClientOpts, extra)...)
+	return r.kafka.Opts(slices.Concat([]kgo.Opt{kgo.WithLogger(r.kgoLog)}, r.opts.ClientOpts, extra)...)
 }
 
 // storeSizes publishes the topics' batch limits, capped by

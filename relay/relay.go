@@ -22,6 +22,7 @@ import (
 	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/internal/kafkaerr"
 	"github.com/sharerelay/sharerelay/internal/kafkaopts"
+	"github.com/sharerelay/sharerelay/internal/kgolog"
 	"github.com/sharerelay/sharerelay/metrics"
 	"github.com/sharerelay/sharerelay/transform"
 	"github.com/sharerelay/sharerelay/txn"
@@ -71,6 +72,9 @@ type Relay struct {
 	health *health
 	kafka  *kafkaopts.Options // every client's options
 	ledger *eos.Ledger        // delivery: exactly-once
+	// kgoLog is every client's franz-go logger: its warnings and
+	// errors, one line a minute for each message.
+	kgoLog *kgolog.Logger
 	// sizes are the topics' max.message.bytes, refreshed while running.
 	sizes atomic.Pointer[map[string]int]
 	// consumers is the share consumers a worker runs: batch.consumers,
@@ -148,6 +152,7 @@ func New(opts Options) (*Relay, error) {
 		log:    log,
 		health: newHealth(log, m),
 		kafka:  kafka,
+		kgoLog: kgolog.New(log, kgoLogWindow),
 	}, nil
 }
 
