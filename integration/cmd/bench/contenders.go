@@ -36,23 +36,31 @@ type contender struct {
 	delivery string // relay contenders: config.AtLeastOnce or config.ExactlyOnce
 	produces bool   // writes an output topic (checked afterwards)
 	classic  bool   // a classic consumer group, not a share group
-	noTxn    bool   // classic: no transaction; offsets committed after the produce
+	// strict: the share consumers acquire at most a poll's records,
+	// splitting record batches (franz-go's ShareMaxRecordsStrict, the
+	// relay's acquire_mode record_limit), instead of franz-go's default
+	// of whole batches with fetches running ahead of the polls.
+	strict bool
+	noTxn  bool // classic: no transaction; offsets committed after the produce
 	// process: the relay runs as its own process, the shipped binary
 	// (-relay-bin), instead of inside the bench.
 	process bool
 }
 
 var (
-	rawShare   = contender{name: "raw-share"}
-	copier     = contender{name: "copier", produces: true}
-	relayALO   = contender{name: "relay-alo", delivery: config.AtLeastOnce, produces: true}
-	relayEOS   = contender{name: "relay-eos", delivery: config.ExactlyOnce, produces: true}
-	classicEOS = contender{name: "classic-eos", produces: true, classic: true}
+	rawShare = contender{name: "raw-share"}
+	copier   = contender{name: "copier", produces: true}
+	// copierStrict is the copier acquiring as the relay does by default
+	// (record_limit): the relay's own overhead at equal broker work.
+	copierStrict = contender{name: "copier-strict", produces: true, strict: true}
+	relayALO     = contender{name: "relay-alo", delivery: config.AtLeastOnce, produces: true}
+	relayEOS     = contender{name: "relay-eos", delivery: config.ExactlyOnce, produces: true}
+	classicEOS   = contender{name: "classic-eos", produces: true, classic: true}
 	// classicALO is classic-eos without the transaction: what Kafka's
 	// exactly-once costs a hand-written loop, for reference.
 	classicALO = contender{name: "classic-alo", produces: true, classic: true, noTxn: true}
 
-	contenders = []contender{rawShare, copier, relayALO, relayEOS, classicEOS, classicALO}
+	contenders = []contender{rawShare, copier, copierStrict, relayALO, relayEOS, classicEOS, classicALO}
 )
 
 func (c contender) isRelay() bool { return c.delivery != "" }
@@ -340,7 +348,7 @@ func (b *bench) verify(ctx context.Context, t trial) string {
 // acknowledges them.
 type batchHandler func(ctx context.Context, recs []*kgo.Record) error
 
-// runShareClients runs the raw-share or copier contender: -workers share
+// runShareClients runs the raw-share or a copier contender: -workers share
 // consumers in the trial's group, until every record is acknowledged.
 func (b *bench) runShareClients(ctx context.Context, t trial, tr *tracker, tc *traceCollector) error {
 	wctx, cancel := context.WithCancel(ctx)
@@ -348,13 +356,17 @@ func (b *bench) runShareClients(ctx context.Context, t trial, tr *tracker, tc *t
 	defer func() { cancel(); wg.Wait() }()
 	failed := make(chan error, t.workers)
 	for i := range t.workers {
-		cons, err := kgo.NewClient(b.clientOpts(
+		opts := []kgo.Opt{
 			kgo.ClientID(fmt.Sprintf("%s-%d", t.name, i)),
 			kgo.ShareGroup(t.name),
 			kgo.ConsumeTopics(t.source),
 			kgo.ShareMaxRecords(int32(t.maxRecords)),
 			tc.hooks(),
-		)...)
+		}
+		if t.c.strict {
+			opts = append(opts, kgo.ShareMaxRecordsStrict())
+		}
+		cons, err := kgo.NewClient(b.clientOpts(opts...)...)
 		if err != nil {
 			return fmt.Errorf("creating share consumer %d: %w", i, err)
 		}

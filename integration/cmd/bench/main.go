@@ -19,7 +19,7 @@
 //
 // Throughput. For each value size (-sizes) a source topic of 3 partitions
 // is loaded once with -records records (keyed, JSON values with an id).
-// Then six contenders read that same topic, each through its own fresh
+// Then seven contenders read that same topic, each through its own fresh
 // group, until every record is acknowledged:
 //
 //	raw-share    franz-go share consumers that accept every record
@@ -27,6 +27,12 @@
 //	copier       the copier a user would write by hand: share consume,
 //	             idempotent produce (acks=all) to an output topic, wait for
 //	             the batch's produce acks, accept the batch; no transaction
+//	copier-strict  the copier acquiring at most a poll's records, splitting
+//	             the source's record batches, as the relay does by default
+//	             (acquire_mode record_limit; franz-go's
+//	             ShareMaxRecordsStrict, which also stops its fetches from
+//	             running ahead of the polls): the relay against the same
+//	             loop doing the same broker work
 //	relay-alo    the relay in-process, delivery: at-least-once, no
 //	             transforms, the default batch settings (-relay-batch
 //	             tries others)
@@ -41,8 +47,8 @@
 //	             committed; classic-eos/classic-alo is what Kafka's
 //	             exactly-once costs a hand-written loop on this machine
 //
-// The hand-written contenders (raw-share, copier, classic-eos,
-// classic-alo) poll -hand-max-records records at a time, by default the
+// The hand-written contenders (raw-share, copier, copier-strict,
+// classic-eos, classic-alo) poll -hand-max-records records at a time, by default the
 // relay's batch.max_records, so that every contender moves as many
 // records per poll and a transaction of classic-eos holds as many records
 // as one poll of the relay (Kafka's own max.poll.records default, 500,
@@ -229,7 +235,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.relayCompression, "relay-compression", "", "client.producer.compression of the relay contenders in the throughput and latency runs (default: the relay's default)")
 	fs.IntVar(&o.memoryLimitMiB, "memory-limit-mib", 0, "soft memory limit of this process, where the relay runs, in MiB, as GOMEMLIMIT would set it (0: the runtime's own, from GOMEMLIMIT); see the README's Memory")
 	fs.StringVar(&o.relayBin, "relay-bin", "", "the relay binary (make build: bin/relay); each relay contender then also runs as its own process over each source topic, for the relay's own peak RSS")
-	fs.IntVar(&o.handMaxRecords, "hand-max-records", config.DefaultMaxRecords, "records per poll of the hand-written contenders (raw-share, copier, classic-eos, classic-alo); the default is the relay's batch.max_records, Kafka's max.poll.records default is 500")
+	fs.IntVar(&o.handMaxRecords, "hand-max-records", config.DefaultMaxRecords, "records per poll of the hand-written contenders (raw-share, copier, copier-strict, classic-eos, classic-alo); the default is the relay's batch.max_records, Kafka's max.poll.records default is 500")
 	fs.IntVar(&o.sourceBatchBytes, "source-batch-bytes", 0, "the largest record batch the source topics are written in (0: franz-go's default, 1 MiB; 16384 is the Java producer's batch.size): a share fetch that acquires part of a batch makes the broker track each of its records apart")
 	fs.IntVar(&o.processRuns, "process-runs", 1, "runs of each relay contender as its own process per size (with -relay-bin)")
 	fs.StringVar(&o.latencyBaseline, "latency-baseline", "", "a bench binary of an earlier commit (make bench builds BENCH_BASELINE's); its latency runs alternate with this one's on the same broker, and the goal is the p99 ratio")

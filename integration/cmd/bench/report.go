@@ -253,6 +253,7 @@ var ratioPairs = []ratioPair{
 	{relayALO.name, copier.name}, {relayEOS.name, copier.name}, {relayEOS.name, relayALO.name},
 	{relayEOS.name, classicEOS.name}, {copier.name, rawShare.name}, {relayEOS.name, rawShare.name},
 	{classicEOS.name, classicALO.name},
+	{relayALO.name, copierStrict.name}, {relayEOS.name, copierStrict.name}, {copierStrict.name, copier.name},
 }
 
 // compareClassic runs relay-eos and classic-eos at a worker count over a
