@@ -226,10 +226,10 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 	if t.run == 0 {
 		label = "warm-up"
 	}
-	progress("  %-11s %s, %d workers: %d records in %s = %.0f rec/s (whole run incl. start and stop %s; peak RSS %.0f MB)",
+	progress("  %-13s %s, %d workers: %d records in %s = %.0f rec/s (whole run incl. start and stop %s; peak RSS %.0f MB)",
 		t.c.name, label, t.workers, t.n, el.Round(time.Millisecond), rr.RecPerSec, time.Since(began).Round(100*time.Millisecond), rr.PeakRSSMB)
 	if len(phases) > 0 {
-		progress("  %-11s acquire mode %s; phases: %s", t.c.name, mode, formatPhases(phases))
+		progress("  %-13s acquire mode %s; phases: %s", t.c.name, mode, formatPhases(phases))
 	}
 	tc.print(t.c.name)
 

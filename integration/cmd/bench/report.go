@@ -88,7 +88,7 @@ type runResult struct {
 	PeakRSSMB float64            `json:"peak_rss_mb"`
 	Phases    map[string]float64 `json:"phases,omitempty"`
 	// AcquireMode is the acquire mode an in-process relay ran with
-	// (batch.acquire_mode auto resolves at start).
+	// (what the sharerelay_acquire_whole_batches gauge said).
 	AcquireMode string `json:"acquire_mode,omitempty"`
 	Warning     string `json:"warning,omitempty"`
 }
@@ -440,9 +440,9 @@ func ratio(a, b float64) float64 {
 // printSize prints the throughput table of one size.
 func printSize(w io.Writer, sr sizeResult) {
 	fmt.Fprintf(w, "\nthroughput: %d records of %d B values\n", sr.Records, sr.Size)
-	fmt.Fprintf(w, "%-7s %-11s %7s %4s %13s %9s %9s %13s %12s\n", "size", "contender", "workers", "runs", "median rec/s", "min", "max", "ratio-vs-raw", "peak RSS MB")
+	fmt.Fprintf(w, "%-7s %-13s %7s %4s %13s %9s %9s %13s %12s\n", "size", "contender", "workers", "runs", "median rec/s", "min", "max", "ratio-vs-raw", "peak RSS MB")
 	for _, c := range sr.Contenders {
-		fmt.Fprintf(w, "%-7s %-11s %7d %4d %13.0f %9.0f %9.0f %13.2f %12.0f\n",
+		fmt.Fprintf(w, "%-7s %-13s %7d %4d %13.0f %9.0f %9.0f %13.2f %12.0f\n",
 			fmt.Sprintf("%d B", sr.Size), c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, c.RatioVsRaw, c.PeakRSSMB)
 	}
 	var parts []string
