@@ -106,6 +106,8 @@ var goodFiles = map[string]*config.Pipeline{
 		Metrics: config.Metrics{Listen: ":9464"},
 		Ledger:  config.Ledger{Topic: "full.claims", Generation: 3},
 		Client:  defaultClient,
+		Warnings: []config.Warning{{File: "testdata/full.good.yml", Line: 26, Col: 17, Path: "batch.acquire_mode",
+			Msg: "batch_optimized can lose records to repeated crashes: " + config.WholeBatchesLost}},
 	},
 	"env.good.yml": {
 		Name:     "env-pipeline",
@@ -625,6 +627,34 @@ func TestDrainTimeoutIsBounded(t *testing.T) {
 		}
 		if !c.ok && (err == nil || !strings.Contains(err.Error(), "batch.drain_timeout: must be between 0 and 5m0s")) {
 			t.Errorf("drain_timeout %s: %v, want an error naming batch.drain_timeout and its range", c.d, err)
+		}
+	}
+}
+
+func TestAcquireModesThatTakeWholeBatchesAreWarnedAbout(t *testing.T) {
+	base := "name: p\nbrokers: [localhost:9092]\nsource: {topics: [orders]}\noutput: {topic: jobs}\ndead_letter: {topic: jobs.dlq}\n"
+	for _, c := range []struct{ mode, warn string }{
+		{"auto", "batch.acquire_mode: auto is record_limit"},
+		{"batch_optimized", "batch.acquire_mode: batch_optimized can lose records to repeated crashes"},
+		{"record_limit", ""},
+	} {
+		p, err := config.Parse("p.yaml", []byte(base+"batch: {acquire_mode: "+c.mode+"}\n"), testEnv)
+		if err != nil {
+			t.Fatalf("acquire_mode %s: %v", c.mode, err)
+		}
+		var got []string
+		for _, w := range p.Warnings {
+			got = append(got, w.String())
+		}
+		all := strings.Join(got, "\n")
+		if c.warn == "" {
+			if strings.Contains(all, "acquire_mode") {
+				t.Errorf("acquire_mode %s warned: %s", c.mode, all)
+			}
+			continue
+		}
+		if !strings.Contains(all, "p.yaml:6:") || !strings.Contains(all, c.warn) || !strings.Contains(all, "8 of 35") {
+			t.Errorf("acquire_mode %s: warnings %q; want one at p.yaml:6 saying %q and what the chaos catalogue measured", c.mode, got, c.warn)
 		}
 	}
 }

@@ -22,11 +22,6 @@ const (
 	// (drain + transaction timeout + 10 s, 25 s by default) stays within
 	// the 30 s that systemd's unit and Kubernetes give a stop.
 	DefaultDrainTimeout = 5 * time.Second
-	// AutoWholeBatchesMinRecords is the smallest batch.max_records for
-	// which acquire_mode auto may choose batch_optimized: below it the
-	// pipeline asks for small polls (slow transforms), and a whole source
-	// batch would be many times the poll it asked for.
-	AutoWholeBatchesMinRecords = 1000
 	// DefaultLinger is batch.linger: a worker writes what is ready. A
 	// linger of 20ms with exactly-once (the default until 2026-12-04)
 	// gave fewer, larger transactions but slower exactly-once: on the

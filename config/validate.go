@@ -164,6 +164,12 @@ func (v *validator) validate() {
 	if m := p.Batch.AcquireMode; m != AcquireAuto && m != AcquireBatchOptimized && m != AcquireRecordLimit {
 		v.add("batch.acquire_mode", "must be %s, %s or %s, got %s", AcquireAuto, AcquireBatchOptimized, AcquireRecordLimit, v.show("batch.acquire_mode", m))
 	}
+	switch p.Batch.AcquireMode {
+	case AcquireAuto:
+		v.warn("batch.acquire_mode", "auto is record_limit (since 2026-12-06): %s; write record_limit", WholeBatchesLost)
+	case AcquireBatchOptimized:
+		v.warn("batch.acquire_mode", "batch_optimized can lose records to repeated crashes: %s", WholeBatchesLost)
+	}
 	if p.Batch.PollTimeout <= 0 {
 		v.add("batch.poll_timeout", "must be greater than 0, got %s", v.showAny("batch.poll_timeout", p.Batch.PollTimeout))
 	}

@@ -178,7 +178,7 @@ func New(reg prometheus.Registerer, pipeline string) *Metrics {
 	})
 	m.AcquireWholeBatches = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: "sharerelay", Name: "acquire_whole_batches", ConstLabels: c,
-		Help: "1 when the share consumers acquire whole record batches (batch.acquire_mode batch_optimized, or auto resolved to it at start), 0 when a fetch acquires at most batch.max_records (record_limit).",
+		Help: "1 when the share consumers acquire whole record batches (batch.acquire_mode batch_optimized), 0 when a fetch acquires at most batch.max_records (record_limit).",
 	})
 	m.ShareGroupLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "sharerelay", Name: "share_group_lag", ConstLabels: c,

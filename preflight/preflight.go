@@ -100,7 +100,7 @@ func Check(ctx context.Context, p *config.Pipeline, clientOpts []kgo.Opt) *Repor
 	limit, from := c.deliveryLimit(ctx)
 	c.deadLetterSpares(limit, from)
 	c.shareConsumers(limit, from)
-	c.acquireMode(ctx, limit)
+	c.acquireMode()
 	c.brokerDLQ()
 	return c.rep
 }
@@ -621,31 +621,10 @@ func (c *checker) shareConsumers(limit int, from string) {
 }
 
 // acquireMode says which acquire mode the relay will run with
-// (relay.AcquireModeFor), from the record lock limit it will find (the
-// one it raises the group's to at start when it manages the group's
-// configs, else the group's or the broker's) and, for auto, the source's
-// record batches as they are now (the relay samples them again at
-// start).
-func (c *checker) acquireMode(ctx context.Context, deliveryLimit int) {
-	const check = "acquire mode"
-	if c.p.Workers <= 0 || c.p.Batch.Consumers <= 0 {
-		return // not set: the pipeline was not loaded with its defaults
-	}
-	locks, from := c.plannedSetting(ctx, relay.GroupRecordLocks, "group.share.partition.max.record.locks")
-	consumers := relay.CrashConsumers(c.p.Workers, c.p.Batch.Consumers, deliveryLimit)
-	batchRecords := 0
-	var sampleErr error
-	if c.p.Batch.AcquireMode == config.AcquireAuto && c.sourceParts > 0 {
-		batchRecords, sampleErr = relay.SourceBatchRecords(ctx, c.cl, c.p.Source.Topics)
-	}
-	mode, why := relay.AcquireModeFor(c.p, consumers, locks, c.sourceParts, batchRecords)
-	if locks > 0 {
-		why += fmt.Sprintf("; record lock limit from %s", from)
-	}
-	if sampleErr != nil {
-		why += fmt.Sprintf("; %v", sampleErr)
-	}
-	c.rep.add(OK, check, "%s (%s)", mode, why)
+// (relay.AcquireModeFor).
+func (c *checker) acquireMode() {
+	mode, why := relay.AcquireModeFor(c.p)
+	c.rep.add(OK, "acquire mode", "%s (%s)", mode, why)
 }
 
 // brokerDLQ judges dead_letter.ack against a broker-side dead-letter

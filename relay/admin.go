@@ -371,61 +371,25 @@ func EffectiveShareLimits(ctx context.Context, cl *kgo.Client, group string) (Sh
 	return l, nil
 }
 
-// AcquireModeFor resolves batch.acquire_mode for an instance of p whose
-// workers run consumers share consumers each, in a group that may lock
-// recordLocks records per partition of the source's parts partitions,
-// whose record batches span up to batchRecords offsets
-// (SourceBatchRecords; any of the three 0: unknown). A mode the file
-// names is kept. auto becomes batch_optimized, whole source batches a
-// fetch, when
-//   - the pipeline asks for large polls: batch.max_records at least
-//     config.AutoWholeBatchesMinRecords and transform_concurrency 1 (a
-//     small poll or concurrent transforms is how a slow pipeline spreads
-//     a backlog over every worker, and a whole source batch can hold
-//     thousands of small records);
-//   - a source batch is no larger than a poll: a whole-batch fetch takes
-//     at least one batch, whatever batch.max_records says, so with
-//     larger batches each poll holds more than the pipeline asked for,
-//     and each crash of an instance costs all of it a delivery (the chaos
-//     catalogue's RelayHardBounce, polls of 1,000 and 1 MiB batches of
-//     about 10,500 of its records, lost 28 and 69 records to the
-//     delivery limit with whole batches, 2026-12-05/06); and
-//   - the group may lock what the instance may hold, workers × consumers
-//     × (max_records + batchRecords), a poll's overshoot counted, over
-//     all source partitions: a poll of whole batches takes them at once,
-//     and a group short of locks hands them out in bursts (make bench,
-//     2026-12-05, 200 B in 1 MiB source batches, 2 workers × 4
-//     consumers: at 4,000 locks a partition at-least-once ran 154k to
-//     316k/s from run to run, against 297k to 322k/s with record_limit;
-//     at 10,000, 516k/s and exactly-once 401k/s, against 317k/s and
-//     255k/s).
+// AcquireModeFor resolves batch.acquire_mode: the mode the file names,
+// and record_limit for auto; why says which, for the log and `relay
+// check`.
 //
-// Otherwise it becomes record_limit. why says which, for the log and
-// `relay check`. auto is not the default: whole batches multiply what an
-// instance holds, and so the deliveries each of its crashes costs; even
-// batches that fit a poll (16 KiB, up to 230 records) lost records in 3
-// of 15 RelayHardBounce runs, record_limit in none of 11
-// (config.Batch.AcquireMode).
-func AcquireModeFor(p *config.Pipeline, consumers, recordLocks, parts, batchRecords int) (mode, why string) {
+// auto chose whole record batches (2026-12-04 to -06) when the source's
+// batches fit a poll and the group could lock what the instance might
+// hold. The chaos catalogue's RelayHardBounce (relays SIGKILLed every few
+// seconds, polls of 1,000, 16 KiB source batches of up to 230 records)
+// then lost records to the delivery limit in 8 of 35 runs with whole
+// batches and in none of 31 with record_limit (2026-12-05/06), where no
+// run should lose one: no rule about batch sizes or locks made whole
+// batches as safe, so auto keeps record_limit and is kept only so that
+// files naming it still load (config warns). batch_optimized remains for
+// an operator who takes whole batches knowingly (config warns too).
+func AcquireModeFor(p *config.Pipeline) (mode, why string) {
 	if m := p.Batch.AcquireMode; m != config.AcquireAuto {
 		return m, "set by batch.acquire_mode"
 	}
-	want := p.Workers * consumers * (p.Batch.MaxRecords + batchRecords)
-	switch {
-	case p.Batch.MaxRecords < config.AutoWholeBatchesMinRecords:
-		return config.AcquireRecordLimit, fmt.Sprintf("auto: batch.max_records %d is below %d, small polls for slow transforms", p.Batch.MaxRecords, config.AutoWholeBatchesMinRecords)
-	case p.Batch.TransformConcurrency > 1:
-		return config.AcquireRecordLimit, fmt.Sprintf("auto: transform_concurrency %d is for slow transforms, whose backlog small polls spread over every worker", p.Batch.TransformConcurrency)
-	case recordLocks <= 0 || parts <= 0:
-		return config.AcquireRecordLimit, "auto: the group's record lock limit or the source's partitions are unknown"
-	case batchRecords <= 0:
-		return config.AcquireRecordLimit, "auto: the size of the source's record batches is unknown (no records to sample yet)"
-	case batchRecords > p.Batch.MaxRecords:
-		return config.AcquireRecordLimit, fmt.Sprintf("auto: a source record batch spans up to %d records, more than batch.max_records %d: a poll of whole batches would hold more than the pipeline asks for, and a crash would cost all of it a delivery", batchRecords, p.Batch.MaxRecords)
-	case want > recordLocks*parts:
-		return config.AcquireRecordLimit, fmt.Sprintf("auto: this instance may hold up to %d records (workers × consumers × (batch.max_records + a source batch of %d)), more than the %d the group may lock (%d a partition, %d partitions), and whole source batches would take them in bursts", want, batchRecords, recordLocks*parts, recordLocks, parts)
-	}
-	return config.AcquireBatchOptimized, fmt.Sprintf("auto: source batches span up to %d records, within batch.max_records %d, and the group may lock %d records (%d a partition, %d partitions), this instance may hold up to %d (workers × consumers × (batch.max_records + a source batch))", batchRecords, p.Batch.MaxRecords, recordLocks*parts, recordLocks, parts, want)
+	return config.AcquireRecordLimit, "auto: record_limit, since " + config.WholeBatchesLost
 }
 
 // topicGrace is how long start-up waits for a topic it does not see yet:

@@ -472,18 +472,12 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 		r.log.Warn("batch.consumers lowered: a crash of this instance can cost a record it held one delivery for each of the instance's share consumers, and workers × consumers must stay below the group's delivery limit so that a crash alone never makes the broker archive a record; raise share.delivery.count.limit or run more instances with fewer workers",
 			"batch_consumers", r.p.Batch.Consumers, "consumers", r.consumers, "workers", r.p.Workers, "delivery_count_limit", l.DeliveryCountLimit)
 	}
-	batchRecords := 0
-	if r.p.Batch.AcquireMode == config.AcquireAuto {
-		if batchRecords, err = SourceBatchRecords(ctx, cl, r.p.Source.Topics); err != nil {
-			r.log.Warn("could not sample the source's record batches; auto acquires by record limit", "err", err)
-		}
-	}
-	mode, why := AcquireModeFor(r.p, r.consumers, l.RecordLocks, parts, batchRecords)
+	mode, why := AcquireModeFor(r.p)
 	r.wholeBatches = mode == config.AcquireBatchOptimized
 	if r.wholeBatches {
 		r.m.AcquireWholeBatches.Set(1) // 0 until then
 	}
-	r.log.Info("acquire mode "+mode, "why", why, "record_locks", l.RecordLocks, "partitions", parts, "source_batch_records", batchRecords)
+	r.log.Info("acquire mode "+mode, "why", why, "record_locks", l.RecordLocks, "partitions", parts)
 	if err := checkBrokerDLQ(ctx, cl, r.p, r.log); err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}

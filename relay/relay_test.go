@@ -742,39 +742,15 @@ func TestGroupConfigsLeaveTheRecordLockLimitToABrokerThatDoesNotSayItsMaximum(t 
 	}
 }
 
-func TestAutoAcquiresWholeBatchesOnlyWhenTheGroupMayLockWhatTheInstanceMayHold(t *testing.T) {
-	cases := []struct {
-		name               string
-		mode               string
-		workers, consumers int
-		maxRecords, conc   int
-		locks, parts       int
-		batch              int
-		want, whyHas       string
-	}{
-		// make bench's relay at 1 KiB (1 MiB source batches of ~990
-		// records): 2 × 4 × (2,000 + 990) = 23,920 against 3 × 10,000.
-		{"locks cover the instance", config.AcquireAuto, 2, 4, 2000, 1, 10000, 3, 990, config.AcquireBatchOptimized, "may lock 30000 records"},
-		{"exactly covered", config.AcquireAuto, 3, 4, 1500, 1, 8000, 3, 500, config.AcquireBatchOptimized, "may hold up to 24000"},
-		// The poll's overshoot counted: 2 × 4 × (2,000 + 2,000) = 32,000.
-		{"covered only without the overshoot", config.AcquireAuto, 2, 4, 2000, 1, 10000, 3, 2000, config.AcquireRecordLimit, "more than the 30000 the group may lock"},
-		// make bench's relay at 200 B: 1 MiB batches of ~4,700 records.
-		{"source batches larger than a poll", config.AcquireAuto, 2, 4, 2000, 1, 10000, 3, 4700, config.AcquireRecordLimit, "spans up to 4700 records, more than batch.max_records 2000"},
-		// Kafka's default maximum, 4,000 a partition: 12,000 < 16,800.
-		{"locks short", config.AcquireAuto, 2, 4, 2000, 1, 4000, 3, 100, config.AcquireRecordLimit, "more than the 12000 the group may lock"},
-		{"small polls", config.AcquireAuto, 1, 1, 999, 1, 10000, 3, 100, config.AcquireRecordLimit, "batch.max_records 999 is below 1000"},
-		{"concurrent transforms", config.AcquireAuto, 1, 1, 2000, 8, 10000, 3, 100, config.AcquireRecordLimit, "transform_concurrency 8"},
-		{"locks unknown", config.AcquireAuto, 1, 1, 2000, 1, 0, 3, 100, config.AcquireRecordLimit, "unknown"},
-		{"partitions unknown", config.AcquireAuto, 1, 1, 2000, 1, 10000, 0, 100, config.AcquireRecordLimit, "unknown"},
-		{"batch size unknown (an empty source)", config.AcquireAuto, 1, 1, 2000, 1, 10000, 3, 0, config.AcquireRecordLimit, "no records to sample"},
-		{"the file's record_limit", config.AcquireRecordLimit, 1, 1, 2000, 1, 10000, 3, 100, config.AcquireRecordLimit, "set by batch.acquire_mode"},
-		{"the file's batch_optimized", config.AcquireBatchOptimized, 2, 4, 2000, 1, 2000, 1, 5000, config.AcquireBatchOptimized, "set by batch.acquire_mode"},
-	}
-	for _, c := range cases {
-		p := &config.Pipeline{Workers: c.workers, Batch: config.Batch{AcquireMode: c.mode, MaxRecords: c.maxRecords, TransformConcurrency: c.conc}}
-		mode, why := AcquireModeFor(p, c.consumers, c.locks, c.parts, c.batch)
-		if mode != c.want || !strings.Contains(why, c.whyHas) {
-			t.Errorf("%s: AcquireModeFor = %s (%s); want %s, saying %q", c.name, mode, why, c.want, c.whyHas)
+func TestAutoAcquiresByRecordLimitAndAModeTheFileNamesIsKept(t *testing.T) {
+	for _, c := range []struct{ mode, want, whyHas string }{
+		{config.AcquireAuto, config.AcquireRecordLimit, "auto: record_limit, since whole record batches lost records"},
+		{config.AcquireRecordLimit, config.AcquireRecordLimit, "set by batch.acquire_mode"},
+		{config.AcquireBatchOptimized, config.AcquireBatchOptimized, "set by batch.acquire_mode"},
+	} {
+		p := &config.Pipeline{Workers: 2, Batch: config.Batch{AcquireMode: c.mode, MaxRecords: 2000, TransformConcurrency: 1}}
+		if mode, why := AcquireModeFor(p); mode != c.want || !strings.Contains(why, c.whyHas) {
+			t.Errorf("acquire_mode %s: AcquireModeFor = %s (%s); want %s, saying %q", c.mode, mode, why, c.want, c.whyHas)
 		}
 	}
 }

@@ -25,7 +25,7 @@ const relayInstance = "bench"
 // runRelay runs the relay in-process on the trial's pipeline until every
 // record is acknowledged, then stops it. It returns the seconds the
 // workers spent per phase (sharerelay_phase_seconds) and the acquire
-// mode the relay ran with (batch.acquire_mode auto resolves at start).
+// mode the relay ran with.
 func (b *bench) runRelay(ctx context.Context, t trial, tr *tracker, tc *traceCollector) (map[string]float64, string, error) {
 	p, err := b.pipeline(t)
 	if err != nil {
