@@ -658,3 +658,15 @@ func TestAcquireModesThatTakeWholeBatchesAreWarnedAbout(t *testing.T) {
 		}
 	}
 }
+
+func TestAutoAcquiresByRecordLimitAndAModeTheFileNamesIsKept(t *testing.T) {
+	for _, c := range []struct{ mode, want, whyHas string }{
+		{config.AcquireAuto, config.AcquireRecordLimit, "auto: record_limit, since whole record batches lost records"},
+		{config.AcquireRecordLimit, config.AcquireRecordLimit, "set by batch.acquire_mode"},
+		{config.AcquireBatchOptimized, config.AcquireBatchOptimized, "set by batch.acquire_mode"},
+	} {
+		if mode, why := (config.Batch{AcquireMode: c.mode}).Acquire(); mode != c.want || !strings.Contains(why, c.whyHas) {
+			t.Errorf("acquire_mode %s: Acquire() = %s (%s); want %s, saying %q", c.mode, mode, why, c.want, c.whyHas)
+		}
+	}
+}

@@ -108,8 +108,8 @@ type DeadLetter struct {
 }
 
 // Acquire modes of a share consumer (Batch.AcquireMode). AcquireAuto is
-// not a broker mode: the relay resolves it to AcquireRecordLimit
-// (relay.AcquireModeFor); it is kept so that files naming it still load.
+// not a broker mode: it resolves to AcquireRecordLimit (Batch.Acquire);
+// it is kept so that files naming it still load.
 const (
 	AcquireAuto           = "auto"
 	AcquireBatchOptimized = "batch_optimized"
@@ -120,6 +120,19 @@ const (
 // batches on its own (acquire_mode auto) and warns when a file asks for
 // them: what the chaos catalogue measured.
 const WholeBatchesLost = "whole record batches lost records to the delivery limit in 8 of 35 runs of the chaos catalogue's RelayHardBounce (relays SIGKILLed every few seconds), record_limit in none of 31"
+
+// Acquire resolves Batch.AcquireMode for the share consumers: the
+// mode the file names, and record_limit for auto; why says which, for
+// the relay's log and `relay check`. auto chose whole record batches
+// from 2026-12-04 to -06, when the source's batches fit a poll and the
+// group could lock what the instance might hold, until the chaos
+// catalogue showed no such rule made them safe (WholeBatchesLost).
+func (b Batch) Acquire() (mode, why string) {
+	if b.AcquireMode != AcquireAuto {
+		return b.AcquireMode, "set by batch.acquire_mode"
+	}
+	return AcquireRecordLimit, "auto: record_limit, since " + WholeBatchesLost
+}
 
 // Acknowledgements of a dead-lettered record (DeadLetter.Ack).
 const (
@@ -153,11 +166,8 @@ type Batch struct {
 	// delivery limit with whole batches, none with record_limit:
 	// WholeBatchesLost; the one that stops them cleanly did too until a
 	// stop drained, see DrainTimeout), so a file that names it gets a
-	// warning. auto is record_limit: it chose whole batches when they
-	// seemed safe (source batches within a poll, enough record locks)
-	// until the chaos catalogue showed no such rule made them so, and is
-	// kept so that files naming it still load (with a warning). In
-	// every mode a consumer fetches only inside a poll and the
+	// warning. auto is record_limit (Acquire), kept so that files naming
+	// it still load (with a warning). In every mode a consumer fetches only inside a poll and the
 	// worker takes every record of it, so no acquired record waits in the
 	// client where nothing renews its lock.
 	AcquireMode string `yaml:"acquire_mode" json:"acquire_mode"`

@@ -621,9 +621,9 @@ func (c *checker) shareConsumers(limit int, from string) {
 }
 
 // acquireMode says which acquire mode the relay will run with
-// (relay.AcquireModeFor).
+// (config.Batch.Acquire).
 func (c *checker) acquireMode() {
-	mode, why := relay.AcquireModeFor(c.p)
+	mode, why := c.p.Batch.Acquire()
 	c.rep.add(OK, "acquire mode", "%s (%s)", mode, why)
 }
 

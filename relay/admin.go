@@ -371,27 +371,6 @@ func EffectiveShareLimits(ctx context.Context, cl *kgo.Client, group string) (Sh
 	return l, nil
 }
 
-// AcquireModeFor resolves batch.acquire_mode: the mode the file names,
-// and record_limit for auto; why says which, for the log and `relay
-// check`.
-//
-// auto chose whole record batches (2026-12-04 to -06) when the source's
-// batches fit a poll and the group could lock what the instance might
-// hold. The chaos catalogue's RelayHardBounce (relays SIGKILLed every few
-// seconds, polls of 1,000, 16 KiB source batches of up to 230 records)
-// then lost records to the delivery limit in 8 of 35 runs with whole
-// batches and in none of 31 with record_limit (2026-12-05/06), where no
-// run should lose one: no rule about batch sizes or locks made whole
-// batches as safe, so auto keeps record_limit and is kept only so that
-// files naming it still load (config warns). batch_optimized remains for
-// an operator who takes whole batches knowingly (config warns too).
-func AcquireModeFor(p *config.Pipeline) (mode, why string) {
-	if m := p.Batch.AcquireMode; m != config.AcquireAuto {
-		return m, "set by batch.acquire_mode"
-	}
-	return config.AcquireRecordLimit, "auto: record_limit, since " + config.WholeBatchesLost
-}
-
 // topicGrace is how long start-up waits for a topic it does not see yet:
 // one created just before the relay started may not have reached every
 // broker's metadata (a deploy script that creates topics, then starts the

@@ -82,7 +82,7 @@ type Relay struct {
 	// before any worker.
 	consumers int
 	// wholeBatches says the share consumers acquire whole record batches
-	// (batch.acquire_mode resolved by prepare: AcquireModeFor).
+	// (batch.acquire_mode resolved by prepare: config.Batch.Acquire).
 	wholeBatches bool
 }
 
@@ -472,7 +472,7 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 		r.log.Warn("batch.consumers lowered: a crash of this instance can cost a record it held one delivery for each of the instance's share consumers, and workers × consumers must stay below the group's delivery limit so that a crash alone never makes the broker archive a record; raise share.delivery.count.limit or run more instances with fewer workers",
 			"batch_consumers", r.p.Batch.Consumers, "consumers", r.consumers, "workers", r.p.Workers, "delivery_count_limit", l.DeliveryCountLimit)
 	}
-	mode, why := AcquireModeFor(r.p)
+	mode, why := r.p.Batch.Acquire()
 	r.wholeBatches = mode == config.AcquireBatchOptimized
 	if r.wholeBatches {
 		r.m.AcquireWholeBatches.Set(1) // 0 until then

@@ -742,19 +742,6 @@ func TestGroupConfigsLeaveTheRecordLockLimitToABrokerThatDoesNotSayItsMaximum(t 
 	}
 }
 
-func TestAutoAcquiresByRecordLimitAndAModeTheFileNamesIsKept(t *testing.T) {
-	for _, c := range []struct{ mode, want, whyHas string }{
-		{config.AcquireAuto, config.AcquireRecordLimit, "auto: record_limit, since whole record batches lost records"},
-		{config.AcquireRecordLimit, config.AcquireRecordLimit, "set by batch.acquire_mode"},
-		{config.AcquireBatchOptimized, config.AcquireBatchOptimized, "set by batch.acquire_mode"},
-	} {
-		p := &config.Pipeline{Workers: 2, Batch: config.Batch{AcquireMode: c.mode, MaxRecords: 2000, TransformConcurrency: 1}}
-		if mode, why := AcquireModeFor(p); mode != c.want || !strings.Contains(why, c.whyHas) {
-			t.Errorf("acquire_mode %s: AcquireModeFor = %s (%s); want %s, saying %q", c.mode, mode, why, c.want, c.whyHas)
-		}
-	}
-}
-
 func TestTheDeliveryLimitIsRaisedSoThatACrashCannotUseUpARecordsDeliveries(t *testing.T) {
 	for _, c := range []struct {
 		name                          string

@@ -48,8 +48,8 @@
 //	             exactly-once costs a hand-written loop on this machine
 //
 // The hand-written contenders (raw-share, copier, copier-strict,
-// classic-eos, classic-alo) poll -hand-max-records records at a time, by default the
-// relay's batch.max_records, so that every contender moves as many
+// classic-eos, classic-alo) poll -hand-max-records records at a time, by
+// default the relay's batch.max_records, so that every contender moves as many
 // records per poll and a transaction of classic-eos holds as many records
 // as one poll of the relay (Kafka's own max.poll.records default, 500,
 // makes them pay their per-poll costs four times as often).
