@@ -22,6 +22,7 @@ import (
 	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/internal/failpoint"
 	"github.com/sharerelay/sharerelay/internal/kafkaerr"
+	"github.com/sharerelay/sharerelay/internal/wait"
 	"github.com/sharerelay/sharerelay/lineage"
 	"github.com/sharerelay/sharerelay/transform"
 	"github.com/sharerelay/sharerelay/txn"
@@ -412,16 +413,9 @@ func (r *replayer) plan(ctx context.Context, it *item) error {
 		if err == nil {
 			it.outs = make([]*kgo.Record, len(outs))
 			for i, o := range outs {
-				hs := make([]kgo.RecordHeader, len(o.Headers))
-				for j, h := range o.Headers {
-					hs[j] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
-				}
-				topic := o.Topic
-				if topic == "" {
-					topic = r.p.Output.Topic
-				}
-				hs = lineage.SetReplay(lineage.Label(hs, at, i, len(outs)), of, r.o.Job)
-				it.outs[i] = &kgo.Record{Topic: topic, Key: o.Key, Value: o.Value, Headers: hs}
+				out := lineage.Output(o, r.p.Output.Topic, at, i, len(outs))
+				out.Headers = lineage.SetReplay(out.Headers, of, r.o.Job)
+				it.outs[i] = &out
 			}
 			return nil
 		}
@@ -430,7 +424,7 @@ func (r *replayer) plan(ctx context.Context, it *item) error {
 		}
 		dec := transform.Decide(err, attempt, r.attempts)
 		if dec.Release {
-			if !r.o.DryRun && !sleep(ctx, min(time.Duration(attempt)*100*time.Millisecond, time.Second)) {
+			if !r.o.DryRun && !wait.Sleep(ctx, min(time.Duration(attempt)*100*time.Millisecond, time.Second)) {
 				return ctx.Err()
 			}
 			continue
@@ -686,17 +680,6 @@ func errClass(err error) string {
 		return ke.Message
 	}
 	return "write"
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // Print writes r for a person.

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sharerelay/sharerelay/internal/kafkaerr"
+	"github.com/sharerelay/sharerelay/internal/wait"
 )
 
 // LedgerConfig configures a Ledger.
@@ -379,7 +380,7 @@ func (l *Ledger) read(ctx context.Context) {
 				lastErr = msg
 				l.log.Warn("reading the ledger failed; retrying", "err", ferr, "backoff", backoff)
 			}
-			if !sleep(ctx, backoff) {
+			if !wait.Sleep(ctx, backoff) {
 				return
 			}
 		} else if backoff > 0 {
@@ -447,17 +448,6 @@ func (l *Ledger) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.failure
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // apply applies one ledger record to the index; l.mu is held.

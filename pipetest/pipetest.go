@@ -276,16 +276,8 @@ func runCase(ctx context.Context, p *config.Pipeline, chain *transform.Chain, ma
 		// As the worker writes them: the default topic filled in, the
 		// source coordinates and the fan-out position added.
 		for i, o := range outs {
-			hs := make([]kgo.RecordHeader, len(o.Headers))
-			for j, h := range o.Headers {
-				hs[j] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
-			}
-			topic := o.Topic
-			if topic == "" {
-				topic = p.Output.Topic
-			}
-			hs = lineage.Label(hs, src, i, len(outs))
-			got.outs = append(got.outs, &kgo.Record{Topic: topic, Key: o.Key, Value: o.Value, Headers: hs})
+			out := lineage.Output(o, p.Output.Topic, src, i, len(outs))
+			got.outs = append(got.outs, &out)
 		}
 	}
 	diffs, same := compare(p, c.Expect, got)

@@ -1313,21 +1313,13 @@ func (w *worker) transform(ctx context.Context, r *kgo.Record, sl slot) (p plan,
 		p.outs = make([]*kgo.Record, len(outs))
 	}
 	for i, o := range outs {
-		hs := make([]kgo.RecordHeader, len(o.Headers))
-		for j, h := range o.Headers {
-			hs[j] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
-		}
-		topic := o.Topic
-		if topic == "" {
-			topic = w.outputTopic
-		}
 		// The source's coordinates, and a fan-out's positions (so that
 		// it is not taken for a duplicate).
 		out := sl.rec
 		if len(outs) > 1 {
 			out = new(kgo.Record)
 		}
-		*out = kgo.Record{Topic: topic, Key: o.Key, Value: o.Value, Headers: lineage.Label(hs, src, i, len(outs))}
+		*out = lineage.Output(o, w.outputTopic, src, i, len(outs))
 		p.outs[i] = out
 	}
 	return p, false
