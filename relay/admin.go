@@ -16,6 +16,7 @@ import (
 
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/internal/kafkaerr"
+	"github.com/sharerelay/sharerelay/internal/wait"
 )
 
 // Share-group configs the relay depends on (KIP-932 group configs).
@@ -392,7 +393,7 @@ func checkTopics(ctx context.Context, cl *kgo.Client, names []string, grace time
 		if len(missing) == 0 && len(denied) == 0 {
 			return td, nil
 		}
-		if len(denied) == 0 && time.Now().Before(deadline) && sleepCtx(ctx, 250*time.Millisecond) {
+		if len(denied) == 0 && time.Now().Before(deadline) && wait.Sleep(ctx, 250*time.Millisecond) {
 			// kadm answers from the client's cached metadata: drop
 			// what it cached about the missing topics.
 			cl.PurgeTopicsFromClient(missing...)

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"fmt"
 	"net"
 	"sync/atomic"
 	"time"
@@ -84,4 +85,23 @@ func (d *disruptions) changedAt() time.Time {
 func (d *disruptions) recent(now time.Time, within time.Duration) bool {
 	last := d.last.Load()
 	return last != 0 && now.Sub(time.Unix(0, last)) < within
+}
+
+// fenced handles a fenced producer: another instance with our name, or our
+// own client's recovery refused after a broker failure (see fencing.go). A
+// fresh producer recovers the second; a twin fences us again at once,
+// which stops the worker (the error returned).
+func (w *worker) fenced(err error) error {
+	now := time.Now()
+	w.stale = true
+	if w.disrupt != nil && w.disrupt.recent(now, fenceExcuse) {
+		w.log.Warn("producer fenced soon after a broker failure (the coordinator forgot its epoch); re-creating it", "err", err)
+		return nil // the batch is released
+	}
+	if !w.fencedAt.IsZero() && now.Sub(w.fencedAt) < fenceWindow {
+		return fmt.Errorf("worker %d: fenced twice within %s: another instance runs with the same name: %w", w.id, fenceWindow, err)
+	}
+	w.fencedAt = now
+	w.log.Warn("producer fenced; re-creating it (stops if fenced again soon: another instance with this name)", "err", err)
+	return nil
 }

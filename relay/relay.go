@@ -23,6 +23,7 @@ import (
 	"github.com/sharerelay/sharerelay/internal/kafkaerr"
 	"github.com/sharerelay/sharerelay/internal/kafkaopts"
 	"github.com/sharerelay/sharerelay/internal/kgolog"
+	"github.com/sharerelay/sharerelay/internal/wait"
 	"github.com/sharerelay/sharerelay/metrics"
 	"github.com/sharerelay/sharerelay/transform"
 	"github.com/sharerelay/sharerelay/txn"
@@ -318,7 +319,7 @@ func (r *Relay) retry(ctx context.Context, what string, start func() error) erro
 			r.log.Warn(what+" failed; retrying", "err", err, "attempt", attempt, "for", time.Since(began).Round(time.Second), "backoff", backoff)
 			logged = time.Now()
 		}
-		if !sleepCtx(ctx, backoff) {
+		if !wait.Sleep(ctx, backoff) {
 			return ctx.Err()
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sharerelay/sharerelay/internal/failpoint"
 	"github.com/sharerelay/sharerelay/internal/kafkaerr"
+	"github.com/sharerelay/sharerelay/metrics"
 )
 
 // shareSource is the only way a worker receives records. It feeds the
@@ -170,59 +171,6 @@ func (s *shareSource) fetch(ctx context.Context, f *fetcher) {
 	}
 }
 
-// batch is the records of one or more polls and the acknowledgement chosen
-// for each. Its records can only be acknowledged through it, once each.
-type batch struct {
-	recs  []*kgo.Record
-	acks  []kgo.AckStatus // 0 = not yet decided
-	polls []*poll         // in order; recs is their records concatenated
-	sent  bool
-}
-
-func (b *batch) len() int { return len(b.recs) }
-
-// set chooses the acknowledgement for record i. The first choice wins.
-func (b *batch) set(i int, s kgo.AckStatus) {
-	if b.acks[i] == 0 {
-		b.acks[i] = s
-	}
-}
-
-// setAll chooses s for every record without a choice yet.
-func (b *batch) setAll(s kgo.AckStatus) {
-	for i := range b.acks {
-		b.set(i, s)
-	}
-}
-
-// unresolved returns the number of records without a choice.
-func (b *batch) unresolved() int {
-	n := 0
-	for _, a := range b.acks {
-		if a == 0 {
-			n++
-		}
-	}
-	return n
-}
-
-// dropPayloads lets go of the keys, values and headers of b's records:
-// once a batch's outputs are written and only its acknowledgement is
-// left, nothing reads them, and the fetch responses they point into can
-// be collected while the commit is in flight (a record keeps its topic,
-// partition, offset and delivery count for the acknowledgement).
-func (b *batch) dropPayloads() {
-	for _, r := range b.recs {
-		r.Key, r.Value, r.Headers = nil, nil, nil
-	}
-}
-
-func (b *batch) add(p *poll) {
-	b.polls = append(b.polls, p)
-	b.recs = append(b.recs, p.recs...)
-	b.acks = append(b.acks, make([]kgo.AckStatus, len(p.recs))...)
-}
-
 // next returns the next batch: it waits up to timeout for a first poll,
 // then takes every poll already waiting, up to most records (a poll is
 // never split). A batch holding fewer than most/2 records then waits up
@@ -356,4 +304,53 @@ func (s *shareSource) close() int {
 	}
 	s.waiting = nil
 	return n
+}
+
+// acknowledge hands the batch's acknowledgements to the client and counts
+// them; a record released on its last delivery will be archived by the
+// broker, which the relay must never cause (counted; should stay 0).
+func (w *worker) acknowledge(b *batch) {
+	limit := w.limits.deliveryLimit()
+	for i, r := range b.recs {
+		if b.acks[i] == kgo.AckRelease && limit > 0 && int(r.DeliveryCount()) >= limit {
+			w.m.ReleasedOnLastDelivery.WithLabelValues(w.label).Inc()
+			w.log.Warn("released a record on its last delivery: the broker will archive it",
+				"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "delivery", r.DeliveryCount())
+		}
+	}
+	for st, n := range w.src.ack(b) {
+		w.m.Acks.WithLabelValues(w.label, ackLabel(st)).Add(float64(n))
+	}
+}
+
+// renewWhileInFlight renews the acquisition locks of b every renewEvery
+// until the returned function is called (which waits for the renewer to
+// stop, so no renewal races the batch's final acknowledgements). Renewal is
+// an optimisation: a lock that expires anyway only costs a redelivery,
+// which the delivery protocol makes harmless.
+func (w *worker) renewWhileInFlight(ctx context.Context, b *batch) func() {
+	if w.renewEvery <= 0 {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(w.renewEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.renewEvery)
+			if err := w.src.renew(fctx, b); err != nil {
+				w.log.Debug("renewing locks", "err", err)
+			}
+			cancel()
+			w.m.Acks.WithLabelValues(w.label, metrics.AckRenew).Add(float64(b.len()))
+		}
+	}()
+	return func() { close(stop); <-done }
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sharerelay/sharerelay/internal/failpoint"
+	"github.com/sharerelay/sharerelay/internal/wait"
 	"github.com/sharerelay/sharerelay/txn"
 )
 
@@ -104,7 +105,7 @@ func (w *worker) checkSpans(ctx context.Context) error {
 			w.log.Error("a transaction of this worker's producer id is open in a partition although the producer has none open: the broker lost its marker; holding the records until it is completed", "producer_id", pid, "partitions", open)
 			return fmt.Errorf("%w: producer id %d in %v", errHangingSpan, pid, open)
 		}
-		if !sleepCtx(ctx, time.Second) {
+		if !wait.Sleep(ctx, time.Second) {
 			return ctx.Err()
 		}
 	}
@@ -144,7 +145,7 @@ func (w *worker) endCheck(ctx context.Context, commit bool) bool {
 		if open, err = w.openSpans(ctx, adm, pid); err == nil {
 			break
 		}
-		if attempt == 4 || !sleepCtx(ctx, time.Second) {
+		if attempt == 4 || !wait.Sleep(ctx, time.Second) {
 			w.log.Warn("cannot check the transaction for a lost marker before it ends", "commit", commit, "err", err)
 			return commit
 		}

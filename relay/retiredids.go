@@ -16,6 +16,7 @@ import (
 
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/internal/failpoint"
+	"github.com/sharerelay/sharerelay/internal/wait"
 	"github.com/sharerelay/sharerelay/txn"
 )
 
@@ -167,11 +168,11 @@ func (r *Relay) watchRetired(ctx context.Context) error {
 		if len(hanging) == 0 && !busy {
 			return nil
 		}
-		wait := retiredLookEvery
+		again := retiredLookEvery
 		if len(suspect) > len(hanging) {
-			wait = retiredConfirmAfter
+			again = retiredConfirmAfter
 		}
-		if !sleepCtx(ctx, wait) {
+		if !wait.Sleep(ctx, again) {
 			return nil
 		}
 	}
