@@ -72,17 +72,17 @@ func collect(plans []plan, pending []int) txnRecords {
 	return t
 }
 
-// write writes the plans of pending in one transaction, with their claims,
+// attempt writes the plans of pending in one transaction, with their claims,
 // up to its commit: ready, or the outcome of the step where it ended
 // before. Once begun, the transaction is finished even if ctx is
 // cancelled (shutdown lets the batch in flight commit or abort), bounded
 // by the transaction timeout after which the coordinator aborts it
 // anyway; commit ends a ready one.
-func (w *worker) write(ctx context.Context, plans []plan, srcs []eos.Source, pending []int) (out outcome) {
+func (w *worker) attempt(ctx context.Context, plans []plan, srcs []eos.Source, pending []int) (out outcome) {
 	defer func() { w.countTxn(out) }()
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.txnTimeout+5*time.Second)
 	defer cancel()
-	if out := w.prepare(ctx, tctx); out != nil {
+	if out := w.readyLane(ctx, tctx); out != nil {
 		return *out
 	}
 	t := collect(plans, pending)
@@ -91,7 +91,7 @@ func (w *worker) write(ctx context.Context, plans []plan, srcs []eos.Source, pen
 		claimSrcs[j] = srcs[i]
 	}
 	// The claims go in the same produce request as the outputs.
-	claims, err := w.guard.Claims(tctx, w.prod, claimSrcs, t.topics)
+	claims, err := w.cur.guard.Claims(tctx, w.cur.prod, claimSrcs, t.topics)
 	if err != nil {
 		return w.failed("claim", err, nil)
 	}
@@ -124,12 +124,12 @@ func (w *worker) write(ctx context.Context, plans []plan, srcs []eos.Source, pen
 	return outcome{kind: ready}
 }
 
-// prepare switches to the spare lane and makes its producer ready to
+// readyLane switches to the spare lane and makes its producer ready to
 // begin: replaced if stale, and checked for a transaction of its producer
 // id left open by a lost marker (checkSpans).
-func (w *worker) prepare(ctx, tctx context.Context) *outcome {
+func (w *worker) readyLane(ctx, tctx context.Context) *outcome {
 	w.switchLane()
-	if out := w.harvest(); out != nil {
+	if out := w.awaitCommit(); out != nil {
 		return out // the lane's background commit was fenced
 	}
 	if err := w.ensureProducer(ctx); err != nil {
@@ -160,19 +160,19 @@ func (w *worker) prepare(ctx, tctx context.Context) *outcome {
 // transaction; a new epoch starts with nothing buffered); records the
 // cluster refuses for good make the outcome rejected.
 func (w *worker) produce(ctx context.Context, t txnRecords, claims []*kgo.Record) *outcome {
-	if err := w.prod.Begin(); err != nil {
-		w.stale = true
+	if err := w.cur.prod.Begin(); err != nil {
+		w.cur.stale = true
 		out := w.failed("begin", err, nil)
 		return &out
 	}
 	produced := time.Now()
-	err := w.prod.Produce(ctx, append(t.recs, claims...)...)
+	err := w.cur.prod.Produce(ctx, append(t.recs, claims...)...)
 	w.phase(metrics.PhaseProduce, produced)
 	if err == nil {
 		return nil
 	}
 	aerr := w.abort(ctx)
-	w.stale = true
+	w.cur.stale = true
 	if rej := w.refused(t, err); len(rej) > 0 {
 		w.m.WriteFailures.WithLabelValues(w.label, kafkaerr.Record.String()).Inc()
 		return &outcome{kind: rejected, rejected: rej, err: err, txn: metrics.TxnAborted}
@@ -214,7 +214,7 @@ func (w *worker) refused(t txnRecords, err error) map[int]error {
 // committed make the outcome conflict (done, and the rest to write again).
 func (w *worker) check(ctx context.Context, pending []int) *outcome {
 	checked := time.Now()
-	conflicts, err := w.guard.Check(ctx)
+	conflicts, err := w.cur.guard.Check(ctx)
 	if ferr := failpoint.Hit(failpoint.ClaimWaitTimeout); ferr != nil && err == nil {
 		err = fmt.Errorf("%w (%w)", eos.ErrClaimWaitTimeout, ferr)
 	}
@@ -324,7 +324,7 @@ func (w *worker) failed(stage string, err, aerr error) outcome {
 		// stale topic ID, and an answer the broker gave may leave it in
 		// a state it does not leave by itself; a fresh client starts
 		// clean. (A broker that cannot be reached needs no new client.)
-		w.stale = true
+		w.cur.stale = true
 	}
 	if class == kafkaerr.Record {
 		class = kafkaerr.Cluster // a claim the broker refuses: not the record's fault
@@ -339,8 +339,8 @@ func (w *worker) failed(stage string, err, aerr error) outcome {
 // a span a lost marker left open are written again (endCheck).
 func (w *worker) abort(ctx context.Context) error {
 	w.endCheck(ctx, false)
-	if err := w.prod.Abort(ctx); err != nil {
-		w.stale = true
+	if err := w.cur.prod.Abort(ctx); err != nil {
+		w.cur.stale = true
 		return err
 	}
 	return nil

@@ -55,7 +55,7 @@ func (b *batch) add(p *poll) {
 	b.acks = append(b.acks, make([]kgo.AckStatus, len(p.recs))...)
 }
 
-// twins finds the records a batch holds more than once (the same topic,
+// extraCopies finds the records a batch holds more than once (the same topic,
 // partition and offset) and maps each extra copy to the one that is
 // written: the latest delivery. One batch can hold two deliveries of a
 // record — after a broker restart reset the share sessions, or when a poll
@@ -63,7 +63,7 @@ func (b *batch) add(p *poll) {
 // records again — and writing both would put the record's outputs in one
 // transaction twice, which no claim can catch. The extra copy gets the
 // written one's acknowledgement: only one of them still holds the lock.
-func twins(recs []*kgo.Record) map[int]int {
+func extraCopies(recs []*kgo.Record) map[int]int {
 	if increasing(recs) {
 		return nil // the usual batch: no copies, nothing allocated
 	}

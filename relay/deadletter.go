@@ -17,6 +17,42 @@ const maxErrorHeader = 4096
 // up on it (see deadLetter).
 const maxShrink = 3
 
+// deadLetterTooLarge replaces the plan of each record of pending that has
+// an output too large for its topic on its own by a dead letter, without
+// a produce attempt (cut down when the dead letter is too large itself),
+// and releases a record not even a cut-down dead letter fits. It returns
+// pending without the released records.
+func (w *worker) deadLetterTooLarge(b *batch, plans []plan, pending []int, bg *budget) []int {
+	released := 0
+	for _, i := range pending {
+		for {
+			err := bg.tooLarge(plans[i])
+			if err == nil {
+				break
+			}
+			plans[i] = w.rejectedPlan(b.recs[i], plans[i], err)
+		}
+		if plans[i].unwritable() {
+			b.set(i, kgo.AckRelease)
+			released++
+		}
+	}
+	if released == 0 {
+		return pending
+	}
+	kept := make([]int, 0, len(pending)-released)
+	for _, i := range pending {
+		if !plans[i].unwritable() {
+			kept = append(kept, i)
+		}
+	}
+	return kept
+}
+
+// unwritable reports whether p is what is left when not even a cut-down
+// dead letter of its record fits its topic (rejectedPlan).
+func (p plan) unwritable() bool { return p.outs == nil && p.shrunk > maxShrink }
+
 // rejectedPlan replaces the plan of source record r, whose outputs the
 // cluster refused for good with werr, by a dead letter; a dead letter that
 // was refused itself is cut down (the source value left out, then the
@@ -109,7 +145,7 @@ func (w *worker) deadLetter(r *kgo.Record, why dlqReason, shrink int) *kgo.Recor
 		kgo.RecordHeader{Key: lineage.HeaderDLQPartition, Value: strconv.AppendInt(nil, int64(r.Partition), 10)},
 		kgo.RecordHeader{Key: lineage.HeaderDLQOffset, Value: strconv.AppendInt(nil, r.Offset, 10)},
 		kgo.RecordHeader{Key: lineage.HeaderDLQPipeline, Value: []byte(w.pipeline)},
-		kgo.RecordHeader{Key: lineage.HeaderDLQWorker, Value: []byte(w.prod.TransactionalID())},
+		kgo.RecordHeader{Key: lineage.HeaderDLQWorker, Value: []byte(w.cur.prod.TransactionalID())},
 		kgo.RecordHeader{Key: lineage.HeaderDLQStage, Value: []byte(why.stage)},
 		kgo.RecordHeader{Key: lineage.HeaderDLQStep, Value: []byte(why.step)},
 		kgo.RecordHeader{Key: lineage.HeaderDLQErrorClass, Value: []byte(why.class)},

@@ -93,7 +93,7 @@ func (d *disruptions) recent(now time.Time, within time.Duration) bool {
 // which stops the worker (the error returned).
 func (w *worker) fenced(err error) error {
 	now := time.Now()
-	w.stale = true
+	w.cur.stale = true
 	if w.disrupt != nil && w.disrupt.recent(now, fenceExcuse) {
 		w.log.Warn("producer fenced soon after a broker failure (the coordinator forgot its epoch); re-creating it", "err", err)
 		return nil // the batch is released

@@ -11,11 +11,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// lane is one transactional producer of a worker, with its delivery Guard.
+// lane is one transactional producer of a worker, with its delivery
+// Guard and its background commit.
 type lane struct {
-	prod        *txn.Producer
-	guard       eos.Guard
-	stale       bool
+	prod  *txn.Producer
+	guard eos.Guard
+	// stale is set when prod must be replaced before the lane's next
+	// transaction: it can no longer begin or abort transactions, or its
+	// metadata is stale (a topic deleted and recreated).
+	stale bool
+	// newProducer creates a producer with the lane's transactional id;
+	// the new one re-initialises the producer id, which aborts whatever
+	// the old one left open.
 	newProducer func(context.Context) (*txn.Producer, error)
 	// committing is the lane's background commit, nil when none runs.
 	committing chan laneResult
@@ -25,24 +32,20 @@ type lane struct {
 // transactions between two transactional ids: the coordinator is still
 // writing the markers of a transaction just committed when the next one
 // begins, and a produce into that next transaction under the same id
-// meets CONCURRENT_TRANSACTIONS, which the broker retries after 20 ms
-// (add.partitions.to.txn.retry.backoff.ms) — measured as a mean produce
-// of 10 ms instead of 2.5 ms, and a doubled end-to-end latency, once a
-// second consumer made the next batch ready at once.
+// meets CONCURRENT_TRANSACTIONS, which the broker retries only after
+// add.partitions.to.txn.retry.backoff.ms; under another id it goes ahead
+// at once.
 func (w *worker) switchLane() {
-	if w.spare == nil {
-		return
+	if w.spare != nil {
+		w.cur, w.spare = w.spare, w.cur
 	}
-	cur := lane{prod: w.prod, guard: w.guard, stale: w.stale, newProducer: w.newProducer, committing: w.committing}
-	w.prod, w.guard, w.stale, w.newProducer, w.committing = w.spare.prod, w.spare.guard, w.spare.stale, w.spare.newProducer, w.spare.committing
-	*w.spare = cur
 }
 
 // commitInBackground ends the current lane's open transaction, which
 // wrote the plans of now, in a goroutine, and then acknowledges the batch
 // (finish): accepted when it committed, released otherwise. The lane
 // carries the goroutine's result until the worker next switches to it
-// (harvest); the lane's producer and Guard are the goroutine's alone
+// (awaitCommit); the lane's producer and Guard are the goroutine's alone
 // until then.
 //
 // The batch's records and outputs are written by then (produce waited for
@@ -51,11 +54,12 @@ func (w *worker) switchLane() {
 // committing and the next one the other lane writes — do not hold their
 // fetch responses at once for the length of a commit.
 func (w *worker) commitInBackground(ctx context.Context, b *batch, plans []plan, now []int, finish func()) {
-	prod, guard := w.prod, w.guard
+	ln := w.cur
+	prod, guard := ln.prod, ln.guard
 	b.dropPayloads()
 	dropPayloads(plans)
 	done := make(chan laneResult, 1)
-	w.committing = done
+	ln.committing = done
 	go func() {
 		out := w.commit(ctx, prod, guard, len(now))
 		res := laneResult{out: out, batch: batchDone}
@@ -89,17 +93,17 @@ type laneResult struct {
 	batch batchResult
 }
 
-// harvest waits for the background commit of the current lane, if one
+// awaitCommit waits for the background commit of the current lane, if one
 // is running, and takes its result: a producer to replace (stale), a
 // failed batch for the backoff, or fencing, which it returns as an
 // outcome (the worker handles it as it would the commit's own).
-func (w *worker) harvest() *outcome {
-	if w.committing == nil {
+func (w *worker) awaitCommit() *outcome {
+	if w.cur.committing == nil {
 		return nil
 	}
-	r := <-w.committing
-	w.committing = nil
-	w.stale = w.stale || r.out.stale
+	r := <-w.cur.committing
+	w.cur.committing = nil
+	w.cur.stale = w.cur.stale || r.out.stale
 	if r.batch == batchFailed {
 		w.failedInBackground++
 	}
@@ -109,13 +113,13 @@ func (w *worker) harvest() *outcome {
 	return nil
 }
 
-// drain waits for every lane's background commit (and so for the
+// awaitCommits waits for every lane's background commit (and so for the
 // acknowledgement of every batch): at shutdown, before the consumers
 // close. A fenced lane is returned as an error.
-func (w *worker) drain() error {
+func (w *worker) awaitCommits() error {
 	var errs []error
 	for range 2 {
-		if out := w.harvest(); out != nil {
+		if out := w.awaitCommit(); out != nil {
 			errs = append(errs, w.fenced(out.err))
 		}
 		w.switchLane()
@@ -129,15 +133,15 @@ func (w *worker) drain() error {
 // returns an error wrapping txn.ErrFenced when a newer instance owns the
 // transactional id, and an error when it gives up.
 func (w *worker) ensureProducer(ctx context.Context) error {
-	if !w.stale {
+	if !w.cur.stale {
 		return nil
 	}
-	w.prod.Close()
+	w.cur.prod.Close()
 	for attempt := 0; ; attempt++ {
-		p, err := w.newProducer(ctx)
+		p, err := w.cur.newProducer(ctx)
 		if err == nil {
-			p.Inherit(w.prod)
-			w.prod, w.stale = p, false
+			p.Inherit(w.cur.prod)
+			w.cur.prod, w.cur.stale = p, false
 			w.m.ProducerResets.WithLabelValues(w.label).Inc()
 			w.log.Info("transactional producer replaced")
 			return nil

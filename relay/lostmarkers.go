@@ -80,24 +80,24 @@ func (s openSpan) String() string {
 // describe (DescribeProducers needs READ on the topic) are skipped, and
 // said once in the log.
 func (w *worker) checkSpans(ctx context.Context) error {
-	if !w.prod.Unchecked(w.disrupt.changedAt()) || len(w.spans) == 0 {
+	if !w.cur.prod.Unchecked(w.disrupt.changedAt()) || len(w.spans) == 0 {
 		return nil
 	}
 	if failpoint.Hit(failpoint.SkipSpanCheck) != nil {
 		return nil
 	}
-	pid, _, err := w.prod.ProducerID(ctx)
+	pid, _, err := w.cur.prod.ProducerID(ctx)
 	if err != nil {
 		return err
 	}
-	adm := kadm.NewClient(w.prod.Client())
+	adm := kadm.NewClient(w.cur.prod.Client())
 	for attempt := 0; ; attempt++ {
 		open, err := w.openSpans(ctx, adm, pid)
 		if err != nil {
 			return err
 		}
 		if len(open) == 0 {
-			w.prod.MarkChecked()
+			w.cur.prod.MarkChecked()
 			return nil
 		}
 		if attempt == 3 {
@@ -122,7 +122,7 @@ func (w *worker) checkSpans(ctx context.Context) error {
 // cluster does not answer within a few seconds) lets the transaction end
 // as intended, and leaves the producer unchecked for checkSpans.
 func (w *worker) endCheck(ctx context.Context, commit bool) bool {
-	if !w.prod.Unchecked(w.disrupt.changedAt()) || len(w.spans) == 0 {
+	if !w.cur.prod.Unchecked(w.disrupt.changedAt()) || len(w.spans) == 0 {
 		return commit
 	}
 	if failpoint.Hit(failpoint.SkipEndSpanCheck) != nil {
@@ -130,16 +130,16 @@ func (w *worker) endCheck(ctx context.Context, commit bool) bool {
 	}
 	if !commit {
 		// The offsets of records still in flight are not final.
-		if err := w.prod.Drop(ctx); err != nil {
+		if err := w.cur.prod.Drop(ctx); err != nil {
 			w.log.Warn("cannot check the transaction for a lost marker before its abort", "err", err)
 			return commit
 		}
 	}
-	pid, _, err := w.prod.ProducerID(ctx)
+	pid, _, err := w.cur.prod.ProducerID(ctx)
 	if err != nil {
 		return commit
 	}
-	adm := kadm.NewClient(w.prod.Client())
+	adm := kadm.NewClient(w.cur.prod.Client())
 	var open []openSpan
 	for attempt := 0; ; attempt++ {
 		if open, err = w.openSpans(ctx, adm, pid); err == nil {
@@ -150,7 +150,7 @@ func (w *worker) endCheck(ctx context.Context, commit bool) bool {
 			return commit
 		}
 	}
-	firsts := w.prod.OpenFirsts()
+	firsts := w.cur.prod.OpenFirsts()
 	var merged []lostMarker
 	others := false
 	for _, s := range open {
@@ -160,7 +160,7 @@ func (w *worker) endCheck(ctx context.Context, commit bool) bool {
 			others = true // left open, not continued: checkSpans holds it
 		case s.start < first:
 			lm := lostMarker{span: s, first: first, outcome: txn.Unknown}
-			if last, ok := w.prod.Last(s.tp); ok && last.First == s.start {
+			if last, ok := w.cur.prod.Last(s.tp); ok && last.First == s.start {
 				lm.outcome = last.Outcome
 			}
 			merged = append(merged, lm)
@@ -168,11 +168,11 @@ func (w *worker) endCheck(ctx context.Context, commit bool) bool {
 	}
 	if len(merged) == 0 {
 		if !others {
-			w.prod.MarkChecked()
+			w.cur.prod.MarkChecked()
 		}
 		return commit
 	}
-	w.prod.MarkUnchecked() // the next transaction checks that the spans closed
+	w.cur.prod.MarkUnchecked() // the next transaction checks that the spans closed
 	if commit {
 		if slices.ContainsFunc(merged, func(lm lostMarker) bool { return lm.outcome != txn.Committed }) {
 			w.m.LostMarkers.WithLabelValues(w.label, "aborted").Inc()
@@ -266,24 +266,24 @@ func (w *worker) restoreLost(ctx context.Context) error {
 	if len(w.restore) == 0 {
 		return nil
 	}
-	if err := w.prod.Begin(); err != nil {
-		w.stale = true
+	if err := w.cur.prod.Begin(); err != nil {
+		w.cur.stale = true
 		return fmt.Errorf("restoring records a lost marker discarded: %w", err)
 	}
 	for _, r := range w.restore {
 		r.Context = nil // an earlier attempt's context would fail this one at once
 	}
-	if err := w.prod.Produce(ctx, w.restore...); err != nil {
+	if err := w.cur.prod.Produce(ctx, w.restore...); err != nil {
 		return errors.Join(fmt.Errorf("restoring records a lost marker discarded: %w", err), w.abort(ctx))
 	}
 	if !w.endCheck(ctx, true) {
 		return errors.Join(fmt.Errorf("restoring records a lost marker discarded: %w", errLostMarker), w.abort(ctx))
 	}
-	result, err := w.prod.Commit(ctx)
+	result, err := w.cur.prod.Commit(ctx)
 	if result != txn.Committed {
 		// Unknown: written again if it did not commit; a duplicate if
 		// it did. The ledger holds no claim for these records.
-		w.stale = true
+		w.cur.stale = true
 		return fmt.Errorf("restoring records a lost marker discarded: commit %v: %w", result, err)
 	}
 	w.log.Warn("wrote again the committed records a lost marker's abort discarded", "records", len(w.restore))

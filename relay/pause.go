@@ -50,7 +50,7 @@ func (w *worker) pause(ctx context.Context, cause error) bool {
 func (w *worker) probe(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	td, err := kadm.NewClient(w.prod.Client()).ListTopics(pctx, w.writes...)
+	td, err := kadm.NewClient(w.cur.prod.Client()).ListTopics(pctx, w.writes...)
 	if err != nil {
 		return err
 	}

@@ -635,30 +635,30 @@ func TestStartUpWaitsBrieflyForATopicCreatedJustBefore(t *testing.T) {
 	})
 }
 
-func TestTwinsMapsEveryExtraCopyOfARecordToTheWrittenOne(t *testing.T) {
+func TestExtraCopiesMapsEveryExtraCopyOfARecordToTheWrittenOne(t *testing.T) {
 	rec := func(p int32, o int64) *kgo.Record { return &kgo.Record{Topic: "orders", Partition: p, Offset: o} }
 	recs := []*kgo.Record{rec(0, 1), rec(1, 1), rec(0, 1), rec(0, 2), rec(0, 1), {Topic: "other", Partition: 0, Offset: 1}}
-	got := twins(recs)
+	got := extraCopies(recs)
 	if want := map[int]int{2: 0, 4: 0}; !maps.Equal(got, want) {
-		t.Fatalf("twins = %v, want %v", got, want)
+		t.Fatalf("extraCopies = %v, want %v", got, want)
 	}
 	for _, batch := range [][]*kgo.Record{recs[:2], {rec(0, 5), rec(0, 3), rec(1, 1)}} {
-		if got := twins(batch); got != nil {
-			t.Fatalf("twins of a batch without copies = %v, want nil", got)
+		if got := extraCopies(batch); got != nil {
+			t.Fatalf("extraCopies of a batch without copies = %v, want nil", got)
 		}
 	}
 }
 
-// BenchmarkTwinsOfABatchWithoutCopies is the cost twins adds to every
+// BenchmarkExtraCopiesOfABatchWithoutCopies is the cost extraCopies adds to every
 // batch of the hot path: 1,500 records of 3 partitions in offset order.
-func BenchmarkTwinsOfABatchWithoutCopies(b *testing.B) {
+func BenchmarkExtraCopiesOfABatchWithoutCopies(b *testing.B) {
 	recs := make([]*kgo.Record, 1500)
 	for i := range recs {
 		recs[i] = &kgo.Record{Topic: "orders", Partition: int32(i % 3), Offset: int64(i / 3)}
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if twins(recs) != nil {
+		if extraCopies(recs) != nil {
 			b.Fatal("copies found")
 		}
 	}
@@ -973,7 +973,7 @@ func TestABatchLeavesHalfTheConsumersPollsForTheNextBatch(t *testing.T) {
 				s.waiting = append(s.waiting, &poll{recs: make([]*kgo.Record, maxRecords)})
 			}
 			s.arrived <- struct{}{}
-			most := batchMost(c.consumers, maxRecords)
+			most := recordsPerBatch(c.consumers, maxRecords)
 			var got []int
 			for range c.wantPolls {
 				b, err := s.next(ctx, 100*time.Millisecond, most, 20*time.Millisecond)

@@ -306,6 +306,24 @@ func (s *shareSource) close() int {
 	return n
 }
 
+// finish acknowledges b once every record's fate is chosen (process):
+// the renewal of its locks stopped, each extra copy given the
+// acknowledgement of the copy written, and the batch's time observed.
+func (w *worker) finish(b *batch, copies map[int]int, start time.Time, stopRenew func()) {
+	stopRenew()
+	for dup, kept := range copies {
+		b.set(dup, b.acks[kept])
+	}
+	acked := time.Now()
+	w.acknowledge(b)
+	w.phase(metrics.PhaseAck, acked)
+	d := time.Since(start)
+	w.m.BatchSeconds.Observe(d.Seconds())
+	if lock := w.limits.lock(); lock > 0 {
+		w.m.LockBudget.WithLabelValues(w.label).Observe(d.Seconds() / lock.Seconds())
+	}
+}
+
 // acknowledge hands the batch's acknowledgements to the client and counts
 // them; a record released on its last delivery will be archived by the
 // broker, which the relay must never cause (counted; should stay 0).

@@ -9,6 +9,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// transformBatch transforms the records todo of b (transformAll) and
+// releases those whose transform asked for another delivery. It returns
+// every record's plan and the records to write.
+func (w *worker) transformBatch(ctx context.Context, b *batch, todo []int) (plans []plan, pending []int) {
+	plans, release := w.transformAll(ctx, b, todo)
+	for _, i := range todo {
+		if release[i] {
+			b.set(i, kgo.AckRelease)
+			continue
+		}
+		pending = append(pending, i)
+	}
+	return plans, pending
+}
+
 // transformAll transforms the records todo of b, up to w.concurrency at a
 // time (batch.transform_concurrency); the plans keep the batch's order
 // whatever order the transforms finish in.

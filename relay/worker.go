@@ -29,8 +29,8 @@ type worker struct {
 	// linger is how long a small batch waits for the polls of the
 	// worker's other consumers (batch.linger; see shareSource.next).
 	linger time.Duration
-	// most is the most records of one batch (batchMost).
-	most int
+	// perBatch is the most records of one batch (recordsPerBatch).
+	perBatch int
 	// concurrency is how many records are transformed at once
 	// (batch.transform_concurrency).
 	concurrency int
@@ -51,23 +51,12 @@ type worker struct {
 
 	topicIDs map[string][16]byte // source topic IDs, resolved at start
 
-	src  *shareSource
-	prod *txn.Producer
-	// newProducer creates a producer with the worker's transactional id;
-	// the new one re-initialises the producer id, which aborts whatever
-	// the old one left open.
-	newProducer func(context.Context) (*txn.Producer, error)
-	// stale is set when prod must be replaced before the next
-	// transaction: it can no longer begin or abort transactions, or its
-	// metadata is stale (a topic deleted and recreated).
-	stale bool
-	// spare is the worker's other transactional producer and its Guard
-	// (exactly-once; nil otherwise): transactions alternate between the
-	// two (see switchLane). prod, guard, stale and newProducer are the
-	// current lane's.
-	spare *lane
-	// committing is the current lane's background commit (see lane).
-	committing chan laneResult
+	src *shareSource
+	// cur is the lane (a transactional producer and its Guard) the next
+	// transaction uses; spare is the worker's other lane (exactly-once
+	// with batch.background_commit; nil otherwise). Transactions
+	// alternate between the two (switchLane), which are swapped whole.
+	cur, spare *lane
 	// failedInBackground counts background commits that did not commit,
 	// for the run loop's backoff.
 	failedInBackground int
@@ -76,7 +65,6 @@ type worker struct {
 	// (fencing.go); nil in tests that do not track it.
 	fencedAt time.Time
 	disrupt  *disruptions
-	guard    eos.Guard
 	chain    *transform.Chain
 	m        *metrics.Metrics
 	health   *health
@@ -139,7 +127,7 @@ func (w *worker) run(ctx context.Context) error {
 			w.hold(ctx, min(time.Duration(failures)*100*time.Millisecond, 2*time.Second))
 		}
 		polled := time.Now()
-		b, err := w.src.next(ctx, w.pollTimeout, w.most, w.linger)
+		b, err := w.src.next(ctx, w.pollTimeout, w.perBatch, w.linger)
 		if b.len() > 0 {
 			w.phase(metrics.PhasePoll, polled)
 		} else {
@@ -161,7 +149,7 @@ func (w *worker) run(ctx context.Context) error {
 		}
 		res, err := w.process(ctx, b)
 		if err != nil {
-			return errors.Join(err, w.drain())
+			return errors.Join(err, w.awaitCommits())
 		}
 		if w.stopping() && (res == batchFailed || res == batchStopped) {
 			// A drain writes while writing works: after a transaction
@@ -181,7 +169,7 @@ func (w *worker) run(ctx context.Context) error {
 			w.failedInBackground = 0
 		}
 	}
-	return w.drain()
+	return w.awaitCommits()
 }
 
 // batchResult is how process ended a batch, for the backoff before the
@@ -195,7 +183,7 @@ const (
 	// batchCommitting: the batch's last transaction commits in the
 	// background on its lane (commitInBackground), which then
 	// acknowledges the batch; its result is taken when the lane is next
-	// used (harvest).
+	// used (awaitCommit).
 	batchCommitting
 )
 
@@ -205,31 +193,35 @@ const (
 func (w *worker) process(ctx context.Context, b *batch) (res batchResult, err error) {
 	start := w.now()
 	stopRenew := w.renewWhileInFlight(ctx, b)
-	twins := twins(b.recs)
+	copies := extraCopies(b.recs)
 	// finish acknowledges the batch once each record's fate is chosen:
 	// when process returns, or — when the batch's last transaction
 	// commits in the background (batchCommitting) — once that commit
 	// has ended.
-	finish := func() {
-		stopRenew()
-		for dup, kept := range twins {
-			b.set(dup, b.acks[kept])
-		}
-		acked := time.Now()
-		w.acknowledge(b)
-		w.phase(metrics.PhaseAck, acked)
-		d := time.Since(start)
-		w.m.BatchSeconds.Observe(d.Seconds())
-		if lock := w.limits.lock(); lock > 0 {
-			w.m.LockBudget.WithLabelValues(w.label).Observe(d.Seconds() / lock.Seconds())
-		}
-	}
+	finish := func() { w.finish(b, copies, start, stopRenew) }
 	defer func() {
 		if res != batchCommitting {
 			finish()
 		}
 	}()
+	srcs := w.sources(b)
 
+	// 1. Records an earlier transaction already committed are done; a
+	// second copy of a record in the batch is not written at all.
+	transformed := time.Now()
+	todo := w.notCommitted(b, srcs, copies)
+	// 2. Transform. A filtered record (no outputs) is claimed with the
+	// others, so the ledger's committed set has no hole for it.
+	plans, pending := w.transformBatch(ctx, b, todo)
+	w.phase(metrics.PhaseTransform, transformed)
+	// 3. Write the plans in transactions (writeAll), and 4. acknowledge
+	// the batch (finish).
+	return w.writeAll(ctx, b, plans, srcs, pending, finish)
+}
+
+// sources returns the claim ledger's name of each record of b, and counts
+// the batch's records and redeliveries.
+func (w *worker) sources(b *batch) []eos.Source {
 	srcs := make([]eos.Source, b.len())
 	redelivered := 0
 	for i, r := range b.recs {
@@ -242,15 +234,18 @@ func (w *worker) process(ctx context.Context, b *batch) (res batchResult, err er
 	if redelivered > 0 {
 		w.m.Redeliveries.WithLabelValues(w.label).Add(float64(redelivered))
 	}
+	return srcs
+}
 
-	// 1. Records an earlier transaction already committed are done; a
-	// second copy of a record in the batch is not written at all.
-	transformed := time.Now()
-	done := w.guard.Committed(srcs)
+// notCommitted returns the records of b to write: neither an extra copy
+// of another record of the batch nor committed by an earlier transaction
+// (those are accepted here).
+func (w *worker) notCommitted(b *batch, srcs []eos.Source, copies map[int]int) []int {
+	done := w.cur.guard.Committed(srcs)
 	todo := make([]int, 0, b.len())
 	already := 0
 	for i := range b.recs {
-		if _, dup := twins[i]; dup {
+		if _, dup := copies[i]; dup {
 			continue
 		}
 		if done[i] {
@@ -263,27 +258,13 @@ func (w *worker) process(ctx context.Context, b *batch) (res batchResult, err er
 	if already > 0 {
 		w.m.AlreadyCommitted.WithLabelValues(w.label).Add(float64(already))
 	}
-	// 2. Transform. A filtered record (no outputs) is claimed with the
-	// others, so the ledger's committed set has no hole for it.
-	plans, release := w.transformAll(ctx, b, todo)
-	var pending []int
-	for _, i := range todo {
-		if release[i] {
-			b.set(i, kgo.AckRelease)
-			continue
-		}
-		pending = append(pending, i)
-	}
-	w.phase(metrics.PhaseTransform, transformed)
-
-	// 3. Write the plans in transactions.
-	return w.writeAll(ctx, b, plans, srcs, pending, finish)
+	return todo
 }
 
 // writeAll writes the plans of pending in transactions until every one is
 // committed (accept), committed by an earlier transaction (accept), or
 // released. A transaction takes what every topic it writes can take in
-// one batch (fit); an output too large for its topic on its own is
+// one batch (budget.fit); an output too large for its topic on its own is
 // dead-lettered without being tried. Whatever is still pending when the
 // worker gives up is released: it comes back, and the ledger decides who
 // writes it.
@@ -314,16 +295,18 @@ func (w *worker) writeAll(ctx context.Context, b *batch, plans []plan, srcs []eo
 		if len(pending) == 0 {
 			pending, suspects = suspects[0], suspects[1:]
 		}
-		now, later := w.fit(b, plans, pending, w.prod.MaxBatchBytes())
-		out := w.write(ctx, plans, srcs, now)
+		bg := newBudget(w.sizes(), w.tight, w.cur.prod.MaxBatchBytes())
+		pending = w.deadLetterTooLarge(b, plans, pending, bg)
+		now, later := bg.fit(plans, pending)
+		out := w.attempt(ctx, plans, srcs, now)
 		if out.kind == ready {
 			if w.spare != nil && len(later) == 0 && len(suspects) == 0 {
 				w.commitInBackground(ctx, b, plans, now, finish)
 				pending = nil // the background commit chooses their fate
 				return batchCommitting, nil
 			}
-			out = w.commit(ctx, w.prod, w.guard, len(now))
-			w.stale = w.stale || out.stale
+			out = w.commit(ctx, w.cur.prod, w.cur.guard, len(now))
+			w.cur.stale = w.cur.stale || out.stale
 		}
 		switch out.kind {
 		case committed:
@@ -338,31 +321,9 @@ func (w *worker) writeAll(ctx context.Context, b *batch, plans []plan, srcs []eo
 			}
 			pending = append(out.rest, later...)
 		case rejected:
-			// Outputs the cluster refuses for good. One source record
-			// refused is the culprit: dead-letter it (a dead letter too
-			// large is cut down) and write the same records again.
-			// Several refused together may be one culprit and its batch
-			// mates: write the others on, and the refused ones apart.
-			if len(out.rejected) == 1 {
-				for i, werr := range out.rejected {
-					plans[i] = w.rejectedPlan(b.recs[i], plans[i], werr)
-				}
-				pending = append(now, later...)
-				break
-			}
-			var rest, refused []int
-			for _, i := range now {
-				if _, ok := out.rejected[i]; ok {
-					refused = append(refused, i)
-				} else {
-					rest = append(rest, i)
-				}
-			}
-			w.log.Info("the cluster refused several records together; writing them apart to find which it refuses",
-				"records", len(refused), "err", out.err)
-			h := len(refused) / 2
-			suspects = append(suspects, refused[:h], refused[h:])
-			pending = append(rest, later...)
+			var apart [][]int
+			pending, apart = w.rejectedApart(b, plans, out, now, later)
+			suspects = append(suspects, apart...)
 		case unavailable:
 			// Nothing is wrong with the records: hold them (their locks
 			// are renewed) until the cluster or the topic takes writes
@@ -377,6 +338,33 @@ func (w *worker) writeAll(ctx context.Context, b *batch, plans []plan, srcs []eo
 		}
 	}
 	return batchDone, nil
+}
+
+// rejectedApart handles outputs the cluster refused for good in the
+// transaction of now. One source record refused is the culprit: it is
+// dead-lettered (a dead letter too large is cut down) and the same
+// records are written again. Several refused together may be one culprit
+// and its batch mates: the others are written on, and the refused ones
+// apart, in two halves. It returns what to write next and the halves.
+func (w *worker) rejectedApart(b *batch, plans []plan, out outcome, now, later []int) (pending []int, apart [][]int) {
+	if len(out.rejected) == 1 {
+		for i, werr := range out.rejected {
+			plans[i] = w.rejectedPlan(b.recs[i], plans[i], werr)
+		}
+		return append(now, later...), nil
+	}
+	var rest, refused []int
+	for _, i := range now {
+		if _, ok := out.rejected[i]; ok {
+			refused = append(refused, i)
+		} else {
+			rest = append(rest, i)
+		}
+	}
+	w.log.Info("the cluster refused several records together; writing them apart to find which it refuses",
+		"records", len(refused), "err", out.err)
+	h := len(refused) / 2
+	return append(rest, later...), [][]int{refused[:h], refused[h:]}
 }
 
 // committed chooses the acknowledgement of the records a committed

@@ -16,7 +16,7 @@ import (
 // BenchmarkWorkerPlansABatch is the relay's own CPU per record on the hot
 // path, outside the Kafka client: a batch of 2,000 records of 200 B from
 // 3 partitions through an empty transform chain (the bench's pipeline),
-// then fit, collect and the counting of a committed transaction.
+// then the size checks, the split into transactions, collect and the counting of a committed transaction.
 func BenchmarkWorkerPlansABatch(b *testing.B) {
 	w := &worker{
 		label: "0", pipeline: "bench", outputTopic: "jobs", dlqTopic: "jobs.dlq",
@@ -41,7 +41,8 @@ func BenchmarkWorkerPlansABatch(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		plans, _ := w.transformAll(ctx, bt, todo)
-		now, later := w.fit(bt, plans, todo, 1<<20)
+		bg := newBudget(w.sizes(), w.tight, 1<<20)
+		now, later := bg.fit(plans, w.deadLetterTooLarge(bt, plans, todo, bg))
 		if len(later) > 0 {
 			b.Fatalf("%d records left for a later transaction", len(later))
 		}
