@@ -4,8 +4,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/sharerelay/sharerelay/metrics"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sharerelay/sharerelay/metrics"
 )
 
 // phase records the time since start as spent in phase.

@@ -5,9 +5,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sharerelay/sharerelay/lineage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sharerelay/sharerelay/lineage"
 )
 
 // maxErrorHeader bounds the error message copied into a dead letter.
@@ -52,6 +53,33 @@ func (w *worker) deadLetterTooLarge(b *batch, plans []plan, pending []int, bg *b
 // unwritable reports whether p is what is left when not even a cut-down
 // dead letter of its record fits its topic (rejectedPlan).
 func (p plan) unwritable() bool { return p.outs == nil && p.shrunk > maxShrink }
+
+// rejectedApart handles outputs the cluster refused for good in the
+// transaction of now. One source record refused is the culprit: it is
+// dead-lettered (a dead letter too large is cut down) and the same
+// records are written again. Several refused together may be one culprit
+// and its batch mates: the others are written on, and the refused ones
+// apart, in two halves. It returns what to write next and the halves.
+func (w *worker) rejectedApart(b *batch, plans []plan, out outcome, now, later []int) (pending []int, apart [][]int) {
+	if len(out.rejected) == 1 {
+		for i, werr := range out.rejected {
+			plans[i] = w.rejectedPlan(b.recs[i], plans[i], werr)
+		}
+		return append(now, later...), nil
+	}
+	var rest, refused []int
+	for _, i := range now {
+		if _, ok := out.rejected[i]; ok {
+			refused = append(refused, i)
+		} else {
+			rest = append(rest, i)
+		}
+	}
+	w.log.Info("the cluster refused several records together; writing them apart to find which it refuses",
+		"records", len(refused), "err", out.err)
+	h := len(refused) / 2
+	return append(rest, later...), [][]int{refused[:h], refused[h:]}
+}
 
 // rejectedPlan replaces the plan of source record r, whose outputs the
 // cluster refused for good with werr, by a dead letter; a dead letter that

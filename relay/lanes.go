@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/txn"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // lane is one transactional producer of a worker, with its delivery

@@ -135,9 +135,27 @@ func (w *worker) endCheck(ctx context.Context, commit bool) bool {
 			return commit
 		}
 	}
+	pid, merged, ok := w.continuedSpans(ctx, commit)
+	if !ok || len(merged) == 0 {
+		return commit
+	}
+	w.cur.prod.MarkUnchecked() // the next transaction checks that the spans closed
+	if commit {
+		return w.mayCommitOver(pid, merged)
+	}
+	w.queueRestore(ctx, pid, merged)
+	return false
+}
+
+// continuedSpans returns the partitions where the open transaction of
+// producer id pid continued a span an earlier transaction of the producer
+// id left open, with how that one ended. When there are none and no other
+// span is open, the producer is marked checked. ok is false when the check
+// cannot be made (the cluster does not answer within a few seconds).
+func (w *worker) continuedSpans(ctx context.Context, commit bool) (pid int64, merged []lostMarker, ok bool) {
 	pid, _, err := w.cur.prod.ProducerID(ctx)
 	if err != nil {
-		return commit
+		return 0, nil, false
 	}
 	adm := kadm.NewClient(w.cur.prod.Client())
 	var open []openSpan
@@ -147,11 +165,10 @@ func (w *worker) endCheck(ctx context.Context, commit bool) bool {
 		}
 		if attempt == 4 || !wait.Sleep(ctx, time.Second) {
 			w.log.Warn("cannot check the transaction for a lost marker before it ends", "commit", commit, "err", err)
-			return commit
+			return 0, nil, false
 		}
 	}
 	firsts := w.cur.prod.OpenFirsts()
-	var merged []lostMarker
 	others := false
 	for _, s := range open {
 		first, wrote := firsts[s.tp]
@@ -166,23 +183,31 @@ func (w *worker) endCheck(ctx context.Context, commit bool) bool {
 			merged = append(merged, lm)
 		}
 	}
-	if len(merged) == 0 {
-		if !others {
-			w.cur.prod.MarkChecked()
-		}
-		return commit
+	if len(merged) == 0 && !others {
+		w.cur.prod.MarkChecked()
 	}
-	w.cur.prod.MarkUnchecked() // the next transaction checks that the spans closed
-	if commit {
-		if slices.ContainsFunc(merged, func(lm lostMarker) bool { return lm.outcome != txn.Committed }) {
-			w.m.LostMarkers.WithLabelValues(w.label, "aborted").Inc()
-			w.log.Error("the transaction continues a span an earlier transaction of its producer id left open (a lost marker) that did not commit: aborting it, so that the earlier records stay aborted", "producer_id", pid, "spans", merged)
-			return false
-		}
-		w.m.LostMarkers.WithLabelValues(w.label, "committed").Inc()
-		w.log.Warn("the transaction continues a span an earlier committed transaction of its producer id left open (a lost marker): its commit writes the missing marker", "producer_id", pid, "spans", merged)
-		return true
+	return pid, merged, true
+}
+
+// mayCommitOver reports whether a transaction that continued the spans of
+// merged may commit: only when every earlier transaction it continued
+// committed (the commit then writes their lost markers).
+func (w *worker) mayCommitOver(pid int64, merged []lostMarker) bool {
+	if slices.ContainsFunc(merged, func(lm lostMarker) bool { return lm.outcome != txn.Committed }) {
+		w.m.LostMarkers.WithLabelValues(w.label, "aborted").Inc()
+		w.log.Error("the transaction continues a span an earlier transaction of its producer id left open (a lost marker) that did not commit: aborting it, so that the earlier records stay aborted", "producer_id", pid, "spans", merged)
+		return false
 	}
+	w.m.LostMarkers.WithLabelValues(w.label, "committed").Inc()
+	w.log.Warn("the transaction continues a span an earlier committed transaction of its producer id left open (a lost marker): its commit writes the missing marker", "producer_id", pid, "spans", merged)
+	return true
+}
+
+// queueRestore queues, for restoreLost, the records of each committed
+// earlier transaction that the abort of the open one discards with the
+// spans of merged; records it cannot read back, claims and transactions
+// of unknown outcome are aborted with it (said in the log).
+func (w *worker) queueRestore(ctx context.Context, pid int64, merged []lostMarker) {
 	for _, lm := range merged {
 		switch {
 		case lm.outcome == txn.Committed && slices.Contains(w.writes, lm.span.tp.Topic):
@@ -205,7 +230,6 @@ func (w *worker) endCheck(ctx context.Context, commit bool) bool {
 			w.log.Error("aborting a transaction that continues a span left open by an earlier transaction of its producer id whose outcome this process does not know (a lost marker): its records there are aborted with it", "producer_id", pid, "span", lm)
 		}
 	}
-	return false
 }
 
 // lostMarker is a partition where the open transaction continued the

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/internal/kafkaerr"
-	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // pause holds the worker after a write failed for a reason retrying will

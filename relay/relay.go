@@ -246,7 +246,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	g.Go(func() error { return r.watchTopicIDs(gctx, topicIDs) })
 	g.Go(func() error { return r.refreshLimits(gctx, 30*time.Second) })
 	g.Go(func() error { return r.watchLag(gctx, 15*time.Second) })
-	g.Go(func() error { return r.watchRetired(gctx) })
+	g.Go(func() error { return r.watchRetiredIDs(gctx) })
 	if r.ledger != nil {
 		g.Go(func() error {
 			select {

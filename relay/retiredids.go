@@ -28,14 +28,14 @@ import (
 // after batch.background_commit was turned off — is checked by nobody,
 // and a span it left open stalls every read_committed reader of that
 // partition (Kafka's last stable offset stops there) without a word from
-// the relay. watchRetired looks for them: at start, and again while a
+// the relay. watchRetiredIDs looks for them: at start, and again while a
 // retired id has a transaction in progress or a span open. It holds no
 // records (no worker writes with those ids any more): it reports each
 // span (log, sharerelay_retired_hanging_transactions) until an operator
 // completes it (kafka-transactions.sh find-hanging / abort), as for a
 // worker's own hanging transaction.
 
-// retiredLookEvery is how often watchRetired looks again while it has
+// retiredLookEvery is how often watchRetiredIDs looks again while it has
 // something to watch; retiredConfirmAfter is how long a span must stay
 // open, with its coordinator done with the transaction, to be reported
 // (markers may still be in flight); retiredWarnEvery rate-limits the
@@ -86,13 +86,13 @@ func (r *Relay) retiredPattern() *regexp.Regexp {
 	return regexp.MustCompile("^" + regexp.QuoteMeta(r.transactionalIDPrefix()) + `[0-9]+(\.[0-9]+)?$`)
 }
 
-// watchRetired looks for spans left open by this instance's retired
+// watchRetiredIDs looks for spans left open by this instance's retired
 // transactional ids (see Retired transactional ids above) until none is
 // left to watch or ctx ends. A look the cluster refuses for good (an old
 // broker, a principal that may not list transactions) is logged once and
 // ends the watch; any other failure is looked at again. It never stops
 // the relay.
-func (r *Relay) watchRetired(ctx context.Context) error {
+func (r *Relay) watchRetiredIDs(ctx context.Context) error {
 	if r.p.Delivery != config.ExactlyOnce || failpoint.Hit(failpoint.SkipRetiredCheck) != nil {
 		return nil
 	}
@@ -107,8 +107,8 @@ func (r *Relay) watchRetired(ctx context.Context) error {
 	topics = append(topics, r.p.Ledger.Topic)
 
 	suspect := map[string]time.Time{} // span key → first seen, coordinator done
-	reported := map[string]bool{}
-	var warned time.Time // the last WARN of a failed look
+	reported := map[string]bool{}     // span key → reported hanging by the last look
+	var warned time.Time              // the last WARN of a failed look
 	for {
 		spans, busy, err := retiredSpans(ctx, adm, pattern, inUse, topics)
 		switch {
@@ -125,46 +125,9 @@ func (r *Relay) watchRetired(ctx context.Context) error {
 			}
 			busy = true
 		}
-		now := time.Now()
-		var hanging []retiredSpan
-		seen := map[string]bool{}
-		for _, s := range spans {
-			k := s.key()
-			seen[k] = true
-			if inProgress(s.state) {
-				busy = true
-				continue
-			}
-			first, ok := suspect[k]
-			if !ok {
-				suspect[k], busy = now, true
-				continue
-			}
-			if now.Sub(first) < retiredConfirmAfter {
-				busy = true
-				continue
-			}
-			hanging = append(hanging, s)
-		}
-		maps.DeleteFunc(suspect, func(k string, _ time.Time) bool { return !seen[k] })
-		var fresh []retiredSpan
-		for _, s := range hanging {
-			if !reported[s.key()] {
-				fresh = append(fresh, s)
-			}
-		}
-		r.m.RetiredHanging.Set(float64(len(hanging)))
-		if len(fresh) > 0 {
-			r.log.Error("a transactional id this instance no longer uses left a transaction open in a partition the pipeline writes: the broker lost its marker, and read_committed readers of the partition wait at it until an operator completes it (kafka-transactions.sh find-hanging, then abort)",
-				"spans", fresh)
-		}
-		if len(hanging) == 0 && len(reported) > 0 {
-			r.log.Info("the transactions left open by transactional ids this instance no longer uses are completed")
-		}
-		clear(reported)
-		for _, s := range hanging {
-			reported[s.key()] = true
-		}
+		hanging, waiting := confirmHanging(spans, suspect, time.Now())
+		busy = busy || waiting
+		r.reportRetired(hanging, reported)
 		if len(hanging) == 0 && !busy {
 			return nil
 		}
@@ -175,6 +138,59 @@ func (r *Relay) watchRetired(ctx context.Context) error {
 		if !wait.Sleep(ctx, again) {
 			return nil
 		}
+	}
+}
+
+// confirmHanging returns the spans of a look that hang: open, their id's
+// coordinator done with the transaction, and seen so for
+// retiredConfirmAfter (markers may still be in flight). suspect remembers
+// when each span was first seen so across looks (now is this look's
+// time); waiting reports a span not confirmed yet either way.
+func confirmHanging(spans []retiredSpan, suspect map[string]time.Time, now time.Time) (hanging []retiredSpan, waiting bool) {
+	seen := map[string]bool{}
+	for _, s := range spans {
+		k := s.key()
+		seen[k] = true
+		if inProgress(s.state) {
+			waiting = true
+			continue
+		}
+		first, ok := suspect[k]
+		if !ok {
+			suspect[k], waiting = now, true
+			continue
+		}
+		if now.Sub(first) < retiredConfirmAfter {
+			waiting = true
+			continue
+		}
+		hanging = append(hanging, s)
+	}
+	maps.DeleteFunc(suspect, func(k string, _ time.Time) bool { return !seen[k] })
+	return hanging, waiting
+}
+
+// reportRetired publishes the hanging spans of a look, logs those the
+// last look did not report, and says when none is left; reported holds
+// the spans reported, from one look to the next.
+func (r *Relay) reportRetired(hanging []retiredSpan, reported map[string]bool) {
+	var fresh []retiredSpan
+	for _, s := range hanging {
+		if !reported[s.key()] {
+			fresh = append(fresh, s)
+		}
+	}
+	r.m.RetiredHanging.Set(float64(len(hanging)))
+	if len(fresh) > 0 {
+		r.log.Error("a transactional id this instance no longer uses left a transaction open in a partition the pipeline writes: the broker lost its marker, and read_committed readers of the partition wait at it until an operator completes it (kafka-transactions.sh find-hanging, then abort)",
+			"spans", fresh)
+	}
+	if len(hanging) == 0 && len(reported) > 0 {
+		r.log.Info("the transactions left open by transactional ids this instance no longer uses are completed")
+	}
+	clear(reported)
+	for _, s := range hanging {
+		reported[s.key()] = true
 	}
 }
 

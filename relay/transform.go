@@ -4,9 +4,10 @@ import (
 	"context"
 	"sync"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/sharerelay/sharerelay/lineage"
 	"github.com/sharerelay/sharerelay/transform"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // transformBatch transforms the records todo of b (transformAll) and

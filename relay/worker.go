@@ -6,98 +6,31 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/internal/failpoint"
 	"github.com/sharerelay/sharerelay/metrics"
 	"github.com/sharerelay/sharerelay/transform"
 	"github.com/sharerelay/sharerelay/txn"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// worker runs the loop of its share consumers (batch.consumers) and its
-// transactional producers (two under exactly-once, alternating; see
-// switchLane).
-type worker struct {
-	id          int
-	label       string // worker label value for metrics
-	pipeline    string
-	outputTopic string
-	dlqTopic    string
-	limits      *limits // shared with the Relay, which refreshes them
-	txnTimeout  time.Duration
-	pollTimeout time.Duration
-	// linger is how long a small batch waits for the polls of the
-	// worker's other consumers (batch.linger; see shareSource.next).
-	linger time.Duration
-	// perBatch is the most records of one batch (recordsPerBatch).
-	perBatch int
-	// concurrency is how many records are transformed at once
-	// (batch.transform_concurrency).
-	concurrency int
-	// renewEvery is how often the locks of a batch in flight are renewed;
-	// 0 disables renewal.
-	renewEvery time.Duration
-	// writes are the topics the pipeline writes, probed while paused.
-	writes []string
-	// spans are the topics a transaction may write (writes, and the claim
-	// ledger under exactly-once), checked for a transaction of the
-	// producer id left open (see checkSpans).
-	spans []string
-	// sizes returns each written topic's max.message.bytes; tight halves
-	// a topic's budget per transaction after the broker refused a batch
-	// whose records each fit (the topic's limit changed under us).
-	sizes func() map[string]int
-	tight map[string]int
-
-	topicIDs map[string][16]byte // source topic IDs, resolved at start
-
-	src *shareSource
-	// cur is the lane (a transactional producer and its Guard) the next
-	// transaction uses; spare is the worker's other lane (exactly-once
-	// with batch.background_commit; nil otherwise). Transactions
-	// alternate between the two (switchLane), which are swapped whole.
-	cur, spare *lane
-	// failedInBackground counts background commits that did not commit,
-	// for the run loop's backoff.
-	failedInBackground int
-	// fencedAt is when the producer was last fenced (see fenced), and
-	// disrupt when its clients last failed to reach a broker
-	// (fencing.go); nil in tests that do not track it.
-	fencedAt time.Time
-	disrupt  *disruptions
-	chain    *transform.Chain
-	m        *metrics.Metrics
-	health   *health
-	log      *slog.Logger
-	now      func() time.Time
-
-	// spanDeniedLogged: checkSpans said once which topics it may not
-	// describe.
-	spanDeniedLogged bool
-	// restore are committed records an abort discarded with the span a
-	// lost marker left open, to write again (endCheck, restoreLost);
-	// newReader creates a client to read them back (readSpan).
-	restore   []*kgo.Record
-	newReader func(...kgo.Opt) (*kgo.Client, error)
-
-	// rejectDeadLetters: a committed dead letter's record is REJECTed
-	// rather than ACCEPTed (dead_letter.ack: reject).
-	rejectDeadLetters bool
-
-	// drained counts the records of the batches taken after the worker
-	// was told to stop (logged when it stops).
-	drained int
-}
-
-// plan is what one source record of a batch turned into.
-type plan struct {
-	outs       []*kgo.Record // outputs, or the single dead letter; none when filtered
-	deadLetter bool
-	// shrunk counts how far a dead letter too large for its topic has
-	// been cut down (0: whole; 1: source value left out; 2: source
-	// headers too; 3: key too; see maxShrink).
-	shrunk int
-}
+// The record's path, one job a file, in the order a batch meets them:
+//
+//	worker.run            poll a batch from the share consumers (source.go)
+//	  process             one batch, from transform to acknowledgement:
+//	    notCommitted      skip what an earlier transaction committed (the Guard)
+//	    transformBatch    run the transform chain (transform.go)
+//	    writeAll          write the plans in transactions:
+//	      budget.fit      what one transaction takes (sizing.go)
+//	      attempt         one transaction: lane, claims, produce, check (attempt.go)
+//	      commit          end it, here or in the background (attempt.go, lanes.go)
+//	      pause           hold while the cluster takes no writes (pause.go)
+//	    finish            acknowledge every record (source.go)
+//
+// Dead letters are built in deadletter.go, the lost-marker checks around
+// each transaction are in lostmarkers.go, and a worker's clients are made
+// and torn down in setup.go.
 
 // run polls and processes batches until its source is stopped and every
 // poll the source handed over has been processed (the drain at shutdown;
@@ -340,33 +273,6 @@ func (w *worker) writeAll(ctx context.Context, b *batch, plans []plan, srcs []eo
 	return batchDone, nil
 }
 
-// rejectedApart handles outputs the cluster refused for good in the
-// transaction of now. One source record refused is the culprit: it is
-// dead-lettered (a dead letter too large is cut down) and the same
-// records are written again. Several refused together may be one culprit
-// and its batch mates: the others are written on, and the refused ones
-// apart, in two halves. It returns what to write next and the halves.
-func (w *worker) rejectedApart(b *batch, plans []plan, out outcome, now, later []int) (pending []int, apart [][]int) {
-	if len(out.rejected) == 1 {
-		for i, werr := range out.rejected {
-			plans[i] = w.rejectedPlan(b.recs[i], plans[i], werr)
-		}
-		return append(now, later...), nil
-	}
-	var rest, refused []int
-	for _, i := range now {
-		if _, ok := out.rejected[i]; ok {
-			refused = append(refused, i)
-		} else {
-			rest = append(rest, i)
-		}
-	}
-	w.log.Info("the cluster refused several records together; writing them apart to find which it refuses",
-		"records", len(refused), "err", out.err)
-	h := len(refused) / 2
-	return append(rest, later...), [][]int{refused[:h], refused[h:]}
-}
-
 // committed chooses the acknowledgement of the records a committed
 // transaction wrote: accept, or reject for a dead letter under
 // dead_letter.ack: reject.
@@ -381,4 +287,89 @@ func (w *worker) committed(b *batch, plans []plan, now []int) {
 		}
 		b.set(i, ack)
 	}
+}
+
+// worker runs the loop of its share consumers (batch.consumers) and its
+// transactional producers (two under exactly-once, alternating; see
+// switchLane).
+type worker struct {
+	id          int
+	label       string // worker label value for metrics
+	pipeline    string
+	outputTopic string
+	dlqTopic    string
+	limits      *limits // shared with the Relay, which refreshes them
+	txnTimeout  time.Duration
+	pollTimeout time.Duration
+	// linger is how long a small batch waits for the polls of the
+	// worker's other consumers (batch.linger; see shareSource.next).
+	linger time.Duration
+	// perBatch is the most records of one batch (recordsPerBatch).
+	perBatch int
+	// concurrency is how many records are transformed at once
+	// (batch.transform_concurrency).
+	concurrency int
+	// renewEvery is how often the locks of a batch in flight are renewed;
+	// 0 disables renewal.
+	renewEvery time.Duration
+	// writes are the topics the pipeline writes, probed while paused.
+	writes []string
+	// spans are the topics a transaction may write (writes, and the claim
+	// ledger under exactly-once), checked for a transaction of the
+	// producer id left open (see checkSpans).
+	spans []string
+	// sizes returns each written topic's max.message.bytes; tight halves
+	// a topic's budget per transaction after the broker refused a batch
+	// whose records each fit (the topic's limit changed under us).
+	sizes func() map[string]int
+	tight map[string]int
+
+	topicIDs map[string][16]byte // source topic IDs, resolved at start
+
+	src *shareSource
+	// cur is the lane (a transactional producer and its Guard) the next
+	// transaction uses; spare is the worker's other lane (exactly-once
+	// with batch.background_commit; nil otherwise). Transactions
+	// alternate between the two (switchLane), which are swapped whole.
+	cur, spare *lane
+	// failedInBackground counts background commits that did not commit,
+	// for the run loop's backoff.
+	failedInBackground int
+	// fencedAt is when the producer was last fenced (see fenced), and
+	// disrupt when its clients last failed to reach a broker
+	// (fencing.go); nil in tests that do not track it.
+	fencedAt time.Time
+	disrupt  *disruptions
+	chain    *transform.Chain
+	m        *metrics.Metrics
+	health   *health
+	log      *slog.Logger
+	now      func() time.Time
+
+	// spanDeniedLogged: checkSpans said once which topics it may not
+	// describe.
+	spanDeniedLogged bool
+	// restore are committed records an abort discarded with the span a
+	// lost marker left open, to write again (endCheck, restoreLost);
+	// newReader creates a client to read them back (readSpan).
+	restore   []*kgo.Record
+	newReader func(...kgo.Opt) (*kgo.Client, error)
+
+	// rejectDeadLetters: a committed dead letter's record is REJECTed
+	// rather than ACCEPTed (dead_letter.ack: reject).
+	rejectDeadLetters bool
+
+	// drained counts the records of the batches taken after the worker
+	// was told to stop (logged when it stops).
+	drained int
+}
+
+// plan is what one source record of a batch turned into.
+type plan struct {
+	outs       []*kgo.Record // outputs, or the single dead letter; none when filtered
+	deadLetter bool
+	// shrunk counts how far a dead letter too large for its topic has
+	// been cut down (0: whole; 1: source value left out; 2: source
+	// headers too; 3: key too; see maxShrink).
+	shrunk int
 }
