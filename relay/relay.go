@@ -24,6 +24,7 @@ import (
 	"github.com/sharerelay/sharerelay/internal/kafkaopts"
 	"github.com/sharerelay/sharerelay/internal/kgolog"
 	"github.com/sharerelay/sharerelay/metrics"
+	"github.com/sharerelay/sharerelay/sharegroup"
 	"github.com/sharerelay/sharerelay/transform"
 	"github.com/sharerelay/sharerelay/txn"
 )
@@ -434,7 +435,7 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 		parts += len(td[t].Partitions)
 	}
 	if r.p.Source.ManageGroupConfig == nil || *r.p.Source.ManageGroupConfig {
-		plan := GroupConfigsToSet(ctx, cl, r.p, parts)
+		plan := sharegroup.ConfigsToSet(ctx, cl, r.p, parts)
 		for _, note := range plan.Notes {
 			r.log.Info("share group "+note, "group", r.p.Source.Group)
 		}
@@ -443,14 +444,14 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 		}
 		cfgs := plan.Configs
 		r.limits.attemptsFrom = plan.AttemptsLimit
-		if err := SetGroupConfigs(ctx, cl, r.p.Source.Group, cfgs); err != nil {
+		if err := sharegroup.SetConfigs(ctx, cl, r.p.Source.Group, cfgs); err != nil {
 			return nil, fmt.Errorf("relay: %w", err)
 		}
 		// Group configs propagate through the metadata log: reading the
 		// delivery limit too early would see the old one, and a relay
 		// that believes in a higher limit than the broker's lets the
 		// broker archive records silently.
-		if err := waitGroupConfigs(ctx, cl, r.p.Source.Group, cfgs); err != nil {
+		if err := sharegroup.WaitConfigs(ctx, cl, r.p.Source.Group, cfgs); err != nil {
 			return nil, fmt.Errorf("relay: %w", err)
 		}
 		r.log.Info("share group configs set", "group", r.p.Source.Group, "configs", cfgs)
@@ -458,12 +459,12 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 		r.log.Info("share group configs left alone (source.manage_group_config: false)", "group", r.p.Source.Group)
 	}
 
-	l, err := EffectiveShareLimits(ctx, cl, r.p.Source.Group)
+	l, err := sharegroup.EffectiveLimits(ctx, cl, r.p.Source.Group)
 	if err != nil {
 		r.log.Warn("could not read the share group's delivery limit; assuming Kafka's default", "limit", l.DeliveryCountLimit, "err", err)
 	}
 	r.setLimits(l)
-	r.consumers = CrashConsumers(r.p.Workers, r.p.Batch.Consumers, l.DeliveryCountLimit)
+	r.consumers = sharegroup.ConsumersPerWorker(r.p.Workers, r.p.Batch.Consumers, l.DeliveryCountLimit)
 	switch {
 	case r.p.Workers >= l.DeliveryCountLimit:
 		r.log.Warn("workers reach the group's delivery limit: a crash of this instance can cost a record it held one delivery for each of the instance's share consumers, so a crash alone can make the broker archive a record without output or dead letter; run more instances with fewer workers, or raise share.delivery.count.limit",
@@ -492,7 +493,7 @@ func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
 
 // setLimits derives the attempts a failing record gets from the group's
 // limits, and publishes them to the workers.
-func (r *Relay) setLimits(l ShareLimits) {
+func (r *Relay) setLimits(l sharegroup.Limits) {
 	a := int32(r.p.DeadLetter.MaxAttempts)
 	if a == 0 {
 		// Keep the broker's last deliveries as spares: a crash during
@@ -521,7 +522,7 @@ func (r *Relay) setLimits(l ShareLimits) {
 // not make the broker archive records the relay still means to retry.
 func (r *Relay) refreshLimits(ctx context.Context, interval time.Duration) error {
 	return r.every(ctx, interval, func(cl *kgo.Client) error {
-		if l, err := EffectiveShareLimits(ctx, cl, r.p.Source.Group); err == nil {
+		if l, err := sharegroup.EffectiveLimits(ctx, cl, r.p.Source.Group); err == nil {
 			r.setLimits(l)
 		}
 		if sizes, err := maxMessageBytes(ctx, kadm.NewClient(cl), r.p.OutputTopics()); err == nil {
@@ -768,27 +769,6 @@ func (r *Relay) renewEvery() time.Duration {
 		return 0
 	}
 	return r.limits.lock() / 3
-}
-
-// CrashConsumers is the share consumers each of workers runs: at most
-// want, and few enough that the instance's share consumers stay below
-// the group's delivery limit (at least one each). When a process dies,
-// Kafka 4.3 releases the records each of its share sessions held and
-// hands them to the share fetches still waiting in the broker, and those
-// include the dead process's other sessions' fetches: a record can be
-// acquired again for a dead consumer once per session of the process, a
-// delivery each (seen: offsets at their fifth and last delivery half a
-// second after a SIGKILL of an instance of 2 workers × 4 consumers, and
-// two of them archived with no output; integration
-// TestRealBrokerACrashCostsARecordMoreThanTheDeliveryItHeld measures it on
-// Kafka 4.4). With workers × consumers below the limit, a live consumer
-// still gets the record. GroupConfigsToSet raises the limit first when
-// the relay manages the group's configs, so that want can be kept.
-func CrashConsumers(workers, want, limit int) int {
-	if workers <= 0 || limit <= 1 {
-		return want
-	}
-	return max(1, min(want, (limit-1)/workers))
 }
 
 // batchMost is the most records one batch of a worker takes: the polls of
