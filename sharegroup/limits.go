@@ -71,13 +71,11 @@ func EffectiveLimits(ctx context.Context, cl *kgo.Client, group string) (Limits,
 // hands them to the share fetches still waiting in the broker, and those
 // include the dead process's other sessions' fetches: a record can be
 // acquired again for a dead consumer once per session of the process, a
-// delivery each (seen: offsets at their fifth and last delivery half a
-// second after a SIGKILL of an instance of 2 workers × 4 consumers, and
-// two of them archived with no output; integration
-// TestRealBrokerACrashCostsARecordMoreThanTheDeliveryItHeld measures it on
-// Kafka 4.4). With workers × consumers below the limit, a live consumer
-// still gets the record. ConfigsToSet raises the limit first when
-// the relay manages the group's configs, so that want can be kept.
+// delivery each (integration
+// TestRealBrokerACrashCostsARecordMoreThanTheDeliveryItHeld checks it).
+// With workers × consumers below the limit, a live consumer still gets
+// the record. ConfigsToSet raises the limit first when the relay manages
+// the group's configs, so that want can be kept.
 func ConsumersPerWorker(workers, want, limit int) int {
 	if workers <= 0 || limit <= 1 {
 		return want

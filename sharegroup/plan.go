@@ -121,10 +121,7 @@ func recordLockLimit(want, def, most int) (limit int, raise bool) {
 // fetches then come back with what is left, and a record's lock is held
 // until its acknowledgement, so the relay moves at most parts × limit
 // records per hold time (Little's law); exactly-once holds each record
-// through the claim check and the commit as well, and loses the most.
-// Measured with make bench (2 workers, 3 partitions, 1,000,000 records,
-// 2026-12-03): exactly-once 0.79× and 0.89× at-least-once (200 B, 1 KiB)
-// at Kafka's default maximum of 4,000, 0.95× and 0.91× at 10,000. It
+// through the claim check and the commit as well, and loses the most. It
 // returns "" when the locks suffice or parts is unknown (0), and names the
 // broker setting to raise otherwise (or, when the broker's maximum is
 // already Kafka's highest, what in the pipeline to lower).
