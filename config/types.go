@@ -67,7 +67,7 @@ type Source struct {
 	// group configs above and GroupConfigs with IncrementalAlterConfigs
 	// at start, and, unless GroupConfigs sets them, raises the group's
 	// record lock limit and delivery limit for what an instance holds
-	// (relay.GroupConfigsToSet).
+	// (sharegroup.ConfigsToSet).
 	ManageGroupConfig *bool `yaml:"manage_group_config" json:"manage_group_config"`
 	// GroupConfigs are further share-group configs the relay sets with
 	// the two above, e.g. share.record.lock.duration.ms or
@@ -189,7 +189,7 @@ type Batch struct {
 	// stays below the share group's delivery limit: a crash can cost a
 	// record one delivery per share consumer of the instance. With
 	// ManageGroupConfig the relay first raises that limit for its
-	// consumers, within the broker's maximum (relay.GroupConfigsToSet).
+	// consumers, within the broker's maximum (sharegroup.ConfigsToSet).
 	Consumers int `yaml:"consumers" json:"consumers"`
 	// Linger is how long a worker whose ready polls hold fewer than half
 	// of what a batch takes (the polls of half the consumers) waits for

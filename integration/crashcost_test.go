@@ -68,8 +68,8 @@ func deliveriesAfterCrash(t *testing.T, p *harness.Pipeline, lockFor time.Durati
 // (delivery limit 10, so that nothing is archived on the way): the
 // records come back on their third delivery or later, and never later
 // than one delivery per share consumer of the crashed instance — the
-// bound relay.CrashConsumers and the raised delivery limit
-// (relay.GroupConfigsToSet) rest on. Should a Kafka release stop
+// bound sharegroup.ConsumersPerWorker and the raised delivery limit
+// (sharegroup.ConfigsToSet) rest on. Should a Kafka release stop
 // re-acquiring for dead connections, the first check fails, and both can
 // be revisited.
 func TestRealBrokerACrashCostsARecordMoreThanTheDeliveryItHeld(t *testing.T) {
@@ -91,7 +91,7 @@ func TestRealBrokerACrashCostsARecordMoreThanTheDeliveryItHeld(t *testing.T) {
 	most := slices.Max(counts)
 	t.Logf("after the crash of 8 share consumers holding %d records, the records come back on delivery %d at most (min %d)", n, most, slices.Min(counts))
 	if most <= 2 {
-		t.Fatalf("every record came back on its second delivery at most: the crash cost only the delivery it held (the broker changed: revisit relay.CrashConsumers)")
+		t.Fatalf("every record came back on its second delivery at most: the crash cost only the delivery it held (the broker changed: revisit sharegroup.ConsumersPerWorker)")
 	}
 	if most > 1+8+1 {
 		t.Fatalf("a record came back on delivery %d: more than one per share consumer of the crashed instance", most)
@@ -99,7 +99,7 @@ func TestRealBrokerACrashCostsARecordMoreThanTheDeliveryItHeld(t *testing.T) {
 }
 
 // The relay raises the group's delivery limit for its share consumers
-// (relay.GroupConfigsToSet): with 2 workers × 4 consumers and nothing in
+// (sharegroup.ConfigsToSet): with 2 workers × 4 consumers and nothing in
 // the file, the limit becomes the broker's maximum of 10 and each worker
 // keeps its 4 consumers. A crash while they hold every record then loses
 // nothing, and a failing record is still dead-lettered after 3 attempts,

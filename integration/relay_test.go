@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sharerelay/sharerelay/integration/harness"
-	"github.com/sharerelay/sharerelay/relay"
+	"github.com/sharerelay/sharerelay/sharegroup"
 )
 
 // bookNestTransforms are the BookNest rules of configs/booknest-packing.yaml.
@@ -60,8 +60,8 @@ func TestRealBrokerTheRelayRaisesItsGroupsRecordLockLimit(t *testing.T) {
 			seedOrders(t, p, 1, 500)
 			startRelay(t, p, "a")
 			exactlyOnce(t, settled(t, p, 500, 2*time.Minute), 500, 0)
-			if got := groupConfig(t, seeds, p.Group, relay.GroupRecordLocks); got != c.want {
-				t.Fatalf("%s = %q, want %s", relay.GroupRecordLocks, got, c.want)
+			if got := groupConfig(t, seeds, p.Group, sharegroup.RecordLocks); got != c.want {
+				t.Fatalf("%s = %q, want %s", sharegroup.RecordLocks, got, c.want)
 			}
 		})
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/sharerelay/sharerelay/config"
-	"github.com/sharerelay/sharerelay/relay"
+	"github.com/sharerelay/sharerelay/sharegroup"
 )
 
 // The limit the relay will raise the group's to is the one the checks
@@ -14,8 +14,8 @@ import (
 func TestChecksJudgeTheDeliveryLimitTheRelayRaises(t *testing.T) {
 	p := &config.Pipeline{Workers: 2}
 	p.Batch.Consumers = 4
-	c := &checker{p: p, rep: &Report{}, plan: relay.GroupPlan{
-		Configs:       map[string]string{relay.GroupDeliveryCountLimit: "10"},
+	c := &checker{p: p, rep: &Report{}, plan: sharegroup.Plan{
+		Configs:       map[string]string{sharegroup.DeliveryCountLimit: "10"},
 		AttemptsLimit: 5,
 	}}
 	limit, from := c.deliveryLimit(context.Background())

@@ -19,7 +19,7 @@ import (
 
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/eos"
-	"github.com/sharerelay/sharerelay/relay"
+	"github.com/sharerelay/sharerelay/sharegroup"
 )
 
 // Status is the outcome of one check.
@@ -118,7 +118,7 @@ type checker struct {
 	groupConfigs map[string]string
 	// plan is what the relay would set on the group at start (zero when
 	// it leaves the group's configs alone).
-	plan relay.GroupPlan
+	plan sharegroup.Plan
 	// sourceParts are the partitions of the source topics the topic
 	// check found (0 when it found none).
 	sourceParts int
@@ -408,16 +408,16 @@ func (c *checker) group(ctx context.Context) {
 	default:
 		c.groupConfigs = cfgs
 		c.rep.add(OK, check+" configs", "readable (%s=%s, %s=%s, %s=%s)",
-			relay.GroupDeliveryCountLimit, orUnset(cfgs[relay.GroupDeliveryCountLimit]),
-			relay.GroupLockDuration, orUnset(cfgs[relay.GroupLockDuration]),
-			relay.GroupIsolationLevel, orUnset(cfgs[relay.GroupIsolationLevel]))
+			sharegroup.DeliveryCountLimit, orUnset(cfgs[sharegroup.DeliveryCountLimit]),
+			sharegroup.LockDuration, orUnset(cfgs[sharegroup.LockDuration]),
+			sharegroup.IsolationLevel, orUnset(cfgs[sharegroup.IsolationLevel]))
 	}
 
 	if !c.managed() {
 		c.rep.add(OK, check+" configs", "left alone (source.manage_group_config: false), so ALTER_CONFIGS is not needed")
 		return
 	}
-	c.plan = relay.GroupConfigsToSet(ctx, c.cl, c.p, c.sourceParts)
+	c.plan = sharegroup.ConfigsToSet(ctx, c.cl, c.p, c.sourceParts)
 	for _, w := range c.plan.Warnings {
 		c.rep.add(Warn, check+" configs", "%s", w)
 	}
@@ -509,7 +509,7 @@ func (c *checker) cluster(ctx context.Context) {
 // its batch expire.
 func (c *checker) lockDuration(ctx context.Context) {
 	const check = "lock duration"
-	ms, from := c.groupSetting(ctx, relay.GroupLockDuration, "group.share.record.lock.duration.ms")
+	ms, from := c.groupSetting(ctx, sharegroup.LockDuration, "group.share.record.lock.duration.ms")
 	if ms <= 0 {
 		c.rep.add(Warn, check, "unknown (neither the group's configs nor the broker's are readable); output.transaction_timeout %s must stay below it", c.p.Output.TransactionTimeout)
 		return
@@ -519,7 +519,7 @@ func (c *checker) lockDuration(ctx context.Context) {
 	case c.p.Output.TransactionTimeout < lock:
 		c.rep.add(OK, check, "%s (from %s), above output.transaction_timeout %s", lock, from, c.p.Output.TransactionTimeout)
 	case c.p.Delivery == config.ExactlyOnce:
-		c.rep.add(Fail, check, "%s (from %s) is not above output.transaction_timeout %s: a crashed worker's claim may outlive the locks of the records it blocks; lower the timeout or raise %s", lock, from, c.p.Output.TransactionTimeout, relay.GroupLockDuration)
+		c.rep.add(Fail, check, "%s (from %s) is not above output.transaction_timeout %s: a crashed worker's claim may outlive the locks of the records it blocks; lower the timeout or raise %s", lock, from, c.p.Output.TransactionTimeout, sharegroup.LockDuration)
 	default:
 		c.rep.add(Warn, check, "%s (from %s) is not above output.transaction_timeout %s: a slow transaction writes duplicates", lock, from, c.p.Output.TransactionTimeout)
 	}
@@ -548,7 +548,7 @@ func (c *checker) groupSetting(ctx context.Context, key, brokerKey string) (int,
 	if v := atoi(c.groupConfigs[key]); v > 0 {
 		return v, "the group's config"
 	}
-	if bc, err := relay.BrokerConfig(ctx, kadm.NewClient(c.cl), brokerKey); err == nil {
+	if bc, err := sharegroup.BrokerConfig(ctx, kadm.NewClient(c.cl), brokerKey); err == nil {
 		if v := atoi(bc[brokerKey]); v > 0 {
 			return v, "the broker's " + brokerKey
 		}
@@ -559,7 +559,7 @@ func (c *checker) groupSetting(ctx context.Context, key, brokerKey string) (int,
 // deliveryLimit is the group's delivery limit the relay will find, and
 // where it comes from (Kafka's default of 5 when nothing says).
 func (c *checker) deliveryLimit(ctx context.Context) (int, string) {
-	limit, from := c.plannedSetting(ctx, relay.GroupDeliveryCountLimit, "group.share.delivery.count.limit")
+	limit, from := c.plannedSetting(ctx, sharegroup.DeliveryCountLimit, "group.share.delivery.count.limit")
 	if limit <= 0 {
 		return 5, "Kafka's default"
 	}
@@ -569,7 +569,7 @@ func (c *checker) deliveryLimit(ctx context.Context) (int, string) {
 // deadLetterSpares checks that the group's delivery limit leaves enough
 // deliveries after the relay's attempts for a crash during the last one:
 // a crash can cost a record one delivery per share consumer of the
-// instance, and two with one (relay.CrashConsumers,
+// instance, and two with one (sharegroup.ConsumersPerWorker,
 // config.DefaultMaxAttempts); with fewer spares the broker may archive a
 // failing record without its dead letter.
 func (c *checker) deadLetterSpares(limit int, from string) {
@@ -584,37 +584,38 @@ func (c *checker) deadLetterSpares(limit int, from string) {
 	}
 	need, sessions := 2, 0
 	if c.p.Workers > 0 && c.p.Batch.Consumers > 0 {
-		sessions = c.p.Workers * relay.CrashConsumers(c.p.Workers, c.p.Batch.Consumers, limit)
+		sessions = c.p.Workers * sharegroup.ConsumersPerWorker(c.p.Workers, c.p.Batch.Consumers, limit)
 		need = max(2, sessions)
 	}
 	switch spare := limit - attempts; {
 	case spare >= need:
 		c.rep.add(OK, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries", attempts, limit, from, spare)
 	case sessions > 2:
-		c.rep.add(Warn, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries; a crash of an instance of %d share consumers can cost a record %d, and the broker then archives it without a dead letter (raise %s to %d, or lower dead_letter.max_attempts)", attempts, limit, from, max(0, spare), sessions, need, relay.GroupDeliveryCountLimit, attempts+need)
+		c.rep.add(Warn, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries; a crash of an instance of %d share consumers can cost a record %d, and the broker then archives it without a dead letter (raise %s to %d, or lower dead_letter.max_attempts)", attempts, limit, from, max(0, spare), sessions, need, sharegroup.DeliveryCountLimit, attempts+need)
 	default:
-		c.rep.add(Warn, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries; a crash can cost a record two, and the broker then archives it without a dead letter (raise %s to %d)", attempts, limit, from, max(0, spare), relay.GroupDeliveryCountLimit, attempts+2)
+		c.rep.add(Warn, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries; a crash can cost a record two, and the broker then archives it without a dead letter (raise %s to %d)", attempts, limit, from, max(0, spare), sharegroup.DeliveryCountLimit, attempts+2)
 	}
 }
 
 // shareConsumers says how many share consumers each worker will run: the
 // relay lowers batch.consumers at start so that workers × consumers stays
-// below the group's delivery limit (relay.CrashConsumers), since a crash
-// of an instance can cost a record one delivery per share consumer.
+// below the group's delivery limit (sharegroup.ConsumersPerWorker), since
+// a crash of an instance can cost a record one delivery per share
+// consumer.
 func (c *checker) shareConsumers(limit int, from string) {
 	const check = "share consumers"
 	workers, want := c.p.Workers, c.p.Batch.Consumers
 	if workers <= 0 || want <= 0 {
 		return // not set: the pipeline was not loaded with its defaults
 	}
-	got := relay.CrashConsumers(workers, want, limit)
+	got := sharegroup.ConsumersPerWorker(workers, want, limit)
 	switch {
 	case workers >= limit:
 		c.rep.add(Warn, check, "%d workers reach the delivery limit %d (from %s): a crash of an instance can cost a record one delivery per share consumer, and the broker then archives it without output or dead letter; run more instances with fewer workers, or raise %s to %d",
-			workers, limit, from, relay.GroupDeliveryCountLimit, workers*want+1)
+			workers, limit, from, sharegroup.DeliveryCountLimit, workers*want+1)
 	case got < want:
 		c.rep.add(Warn, check, "batch.consumers %d is lowered to %d at start: %d workers × consumers must stay below the delivery limit %d (from %s), since a crash of an instance can cost a record one delivery per share consumer; raise %s to %d to keep %d, or run more instances with fewer workers",
-			want, got, workers, limit, from, relay.GroupDeliveryCountLimit, workers*want+1, want)
+			want, got, workers, limit, from, sharegroup.DeliveryCountLimit, workers*want+1, want)
 	default:
 		c.rep.add(OK, check, "workers × consumers = %d × %d, below the delivery limit %d (from %s)", workers, want, limit, from)
 	}
@@ -629,14 +630,14 @@ func (c *checker) acquireMode() {
 
 // brokerDLQ judges dead_letter.ack against a broker-side dead-letter
 // queue on the group (KIP-1191), as the relay does at start
-// (relay.CheckBrokerDLQ).
+// (sharegroup.CheckBrokerDLQ).
 func (c *checker) brokerDLQ() {
 	const check = "broker-side dead-letter queue"
 	if c.groupConfigs == nil {
 		c.rep.add(Skipped, check, "the share group's configs could not be read")
 		return
 	}
-	note, warn, err := relay.CheckBrokerDLQ(c.p.DeadLetter, c.p.Source.Group, c.groupConfigs)
+	note, warn, err := sharegroup.CheckBrokerDLQ(c.p.DeadLetter, c.p.Source.Group, c.groupConfigs)
 	switch {
 	case err != nil:
 		c.rep.add(Fail, check, "%v", err)
@@ -645,7 +646,7 @@ func (c *checker) brokerDLQ() {
 	case note != "":
 		c.rep.add(OK, check, "%s", note)
 	default:
-		c.rep.add(OK, check, "none on share group %s (%s unset)", c.p.Source.Group, relay.GroupDLQTopic)
+		c.rep.add(OK, check, "none on share group %s (%s unset)", c.p.Source.Group, sharegroup.DLQTopic)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/preflight"
-	"github.com/sharerelay/sharerelay/relay"
+	"github.com/sharerelay/sharerelay/sharegroup"
 )
 
 const relayPassword = "s3cret-relay-pw"
@@ -339,7 +339,7 @@ func TestRejectOnAGroupWithABrokerSideDLQFails(t *testing.T) {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, dreq.Resources[0].ResourceName
 		cfg := kmsg.NewDescribeConfigsResponseResourceConfig()
-		cfg.Name, cfg.Value, cfg.Source = relay.GroupDLQTopic, kmsg.StringPtr("g.broker-dlq"), kmsg.ConfigSourceGroupConfig
+		cfg.Name, cfg.Value, cfg.Source = sharegroup.DLQTopic, kmsg.StringPtr("g.broker-dlq"), kmsg.ConfigSourceGroupConfig
 		rr.Configs = append(rr.Configs, cfg)
 		resp.Resources = append(resp.Resources, rr)
 		return resp, nil, true

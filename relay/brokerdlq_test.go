@@ -15,42 +15,8 @@ import (
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/metrics"
+	"github.com/sharerelay/sharerelay/sharegroup"
 )
-
-func TestCheckBrokerDLQ(t *testing.T) {
-	accept := config.DeadLetter{Topic: "jobs.dlq", Ack: config.DeadLetterAccept}
-	reject := config.DeadLetter{Topic: "jobs.dlq", Ack: config.DeadLetterReject}
-	brokerDLQ := map[string]string{GroupDLQTopic: "dlq.g", "share.delivery.count.limit": "5"}
-	for _, tc := range []struct {
-		name     string
-		dl       config.DeadLetter
-		configs  map[string]string
-		wantErr  bool
-		wantWarn bool
-		wantNote string
-	}{
-		{name: "reject on a group without a broker-side DLQ (Kafka before 4.4 reports no such config) is fine",
-			dl: reject, configs: map[string]string{"share.delivery.count.limit": "5"}},
-		{name: "reject on a group whose DLQ topic is blank is fine", dl: reject, configs: map[string]string{GroupDLQTopic: ""}},
-		{name: "reject on a group with a broker-side DLQ is refused", dl: reject, configs: brokerDLQ, wantErr: true},
-		{name: "accept on a group with a broker-side DLQ names it as the backstop", dl: accept, configs: brokerDLQ, wantNote: "dlq.g"},
-		{name: "accept on a group whose broker-side DLQ is the relay's own dead-letter topic is a warning",
-			dl: accept, configs: map[string]string{GroupDLQTopic: "jobs.dlq"}, wantWarn: true, wantNote: "relay's own dead-letter topic"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			note, warn, err := CheckBrokerDLQ(tc.dl, "g", tc.configs)
-			if gotErr := errors.Is(err, ErrBrokerDLQWithReject); gotErr != tc.wantErr {
-				t.Fatalf("err = %v, want ErrBrokerDLQWithReject: %v", err, tc.wantErr)
-			}
-			if warn != tc.wantWarn || !strings.Contains(note, tc.wantNote) || (tc.wantNote == "") != (note == "") {
-				t.Fatalf("note %q warn %v; want a note containing %q, warn %v", note, warn, tc.wantNote, tc.wantWarn)
-			}
-			if tc.wantErr && !strings.Contains(err.Error(), "dlq.g") {
-				t.Fatalf("error %q does not name the group's DLQ topic", err)
-			}
-		})
-	}
-}
 
 // reportGroupDLQ makes c answer every DescribeConfigs of a GROUP resource
 // with a broker-side dead-letter topic, as a Kafka 4.4 broker does for a
@@ -67,7 +33,7 @@ func reportGroupDLQ(c *kfake.Cluster, topic string) {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, dreq.Resources[0].ResourceName
 		cfg := kmsg.NewDescribeConfigsResponseResourceConfig()
-		cfg.Name, cfg.Value, cfg.Source = GroupDLQTopic, kmsg.StringPtr(topic), kmsg.ConfigSourceGroupConfig
+		cfg.Name, cfg.Value, cfg.Source = sharegroup.DLQTopic, kmsg.StringPtr(topic), kmsg.ConfigSourceGroupConfig
 		rr.Configs = append(rr.Configs, cfg)
 		resp.Resources = append(resp.Resources, rr)
 		return resp, nil, true
@@ -109,8 +75,8 @@ func TestARelayThatRejectsDeadLettersRefusesAGroupWithABrokerSideDLQ(t *testing.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	err = r.Run(ctx)
-	if !errors.Is(err, ErrBrokerDLQWithReject) || !strings.Contains(err.Error(), "dlq.g") {
-		t.Fatalf("Run = %v; want ErrBrokerDLQWithReject naming dlq.g", err)
+	if !errors.Is(err, sharegroup.ErrBrokerDLQWithReject) || !strings.Contains(err.Error(), "dlq.g") {
+		t.Fatalf("Run = %v; want sharegroup.ErrBrokerDLQWithReject naming dlq.g", err)
 	}
 }
 

@@ -78,11 +78,11 @@ type Relay struct {
 	// sizes are the topics' max.message.bytes, refreshed while running.
 	sizes atomic.Pointer[map[string]int]
 	// consumers is the share consumers a worker runs: batch.consumers,
-	// lowered by prepare when needed (CrashConsumers); prepare runs
-	// before any worker.
+	// lowered by startUp when needed (sharegroup.ConsumersPerWorker);
+	// startUp runs before any worker.
 	consumers int
 	// wholeBatches says the share consumers acquire whole record batches
-	// (batch.acquire_mode resolved by prepare: config.Batch.Acquire).
+	// (batch.acquire_mode resolved by startUp: config.Batch.Acquire).
 	wholeBatches bool
 }
 
@@ -93,7 +93,7 @@ type limits struct {
 	limitV    atomic.Int32 // the group's delivery count limit
 	lockMs    atomic.Int64 // the group's record lock duration
 	// attemptsFrom, when not 0, caps the limit the default attempts are
-	// derived from (GroupPlan.AttemptsLimit); set by prepare before
+	// derived from (sharegroup.Plan.AttemptsLimit); set by startUp before
 	// anything reads it.
 	attemptsFrom int
 }
@@ -209,7 +209,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer context.AfterFunc(ctx, r.health.drain)()
 	var topicIDs map[string][16]byte
 	err := r.retry(ctx, "connecting to the cluster", func() (err error) {
-		topicIDs, err = r.prepare(ctx)
+		topicIDs, err = r.startUp(ctx)
 		return err
 	})
 	if err != nil {
@@ -403,164 +403,15 @@ func (r *Relay) watchLag(ctx context.Context, interval time.Duration) error {
 	})
 }
 
-// prepare runs the start-up checks: topics exist, the share group's configs
-// are set, and the delivery limits are known.
-func (r *Relay) prepare(ctx context.Context) (map[string][16]byte, error) {
-	cl, err := kgo.NewClient(r.clientOpts()...)
-	if err != nil {
-		return nil, fmt.Errorf("relay: creating admin client: %w", err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-
-	names := append(append([]string{}, r.p.Source.Topics...), r.p.OutputTopics()...)
-	td, err := checkTopics(ctx, cl, dedupe(names), topicGrace)
-	if err != nil {
-		return nil, fmt.Errorf("relay: %w", err)
-	}
-	ids := make(map[string][16]byte)
-	for _, t := range r.p.Source.Topics {
-		ids[t] = td[t].ID
-	}
-	sizes, err := maxMessageBytes(ctx, adm, r.p.OutputTopics())
-	if err != nil {
-		return nil, fmt.Errorf("relay: %w", err)
-	}
-	r.storeSizes(sizes)
-	r.log.Info("largest record batches the topics take (max.message.bytes)", "bytes", sizes)
-
-	parts := 0
-	for _, t := range r.p.Source.Topics {
-		parts += len(td[t].Partitions)
-	}
-	if r.p.Source.ManageGroupConfig == nil || *r.p.Source.ManageGroupConfig {
-		plan := GroupConfigsToSet(ctx, cl, r.p, parts)
-		for _, note := range plan.Notes {
-			r.log.Info("share group "+note, "group", r.p.Source.Group)
-		}
-		for _, w := range plan.Warnings {
-			r.log.Warn("share group "+w, "group", r.p.Source.Group)
-		}
-		cfgs := plan.Configs
-		r.limits.attemptsFrom = plan.AttemptsLimit
-		if err := SetGroupConfigs(ctx, cl, r.p.Source.Group, cfgs); err != nil {
-			return nil, fmt.Errorf("relay: %w", err)
-		}
-		// Group configs propagate through the metadata log: reading the
-		// delivery limit too early would see the old one, and a relay
-		// that believes in a higher limit than the broker's lets the
-		// broker archive records silently.
-		if err := waitGroupConfigs(ctx, cl, r.p.Source.Group, cfgs); err != nil {
-			return nil, fmt.Errorf("relay: %w", err)
-		}
-		r.log.Info("share group configs set", "group", r.p.Source.Group, "configs", cfgs)
-	} else {
-		r.log.Info("share group configs left alone (source.manage_group_config: false)", "group", r.p.Source.Group)
-	}
-
-	l, err := EffectiveShareLimits(ctx, cl, r.p.Source.Group)
-	if err != nil {
-		r.log.Warn("could not read the share group's delivery limit; assuming Kafka's default", "limit", l.DeliveryCountLimit, "err", err)
-	}
-	r.setLimits(l)
-	r.consumers = CrashConsumers(r.p.Workers, r.p.Batch.Consumers, l.DeliveryCountLimit)
-	switch {
-	case r.p.Workers >= l.DeliveryCountLimit:
-		r.log.Warn("workers reach the group's delivery limit: a crash of this instance can cost a record it held one delivery for each of the instance's share consumers, so a crash alone can make the broker archive a record without output or dead letter; run more instances with fewer workers, or raise share.delivery.count.limit",
-			"workers", r.p.Workers, "consumers", r.consumers, "delivery_count_limit", l.DeliveryCountLimit)
-	case r.consumers < r.p.Batch.Consumers:
-		r.log.Warn("batch.consumers lowered: a crash of this instance can cost a record it held one delivery for each of the instance's share consumers, and workers × consumers must stay below the group's delivery limit so that a crash alone never makes the broker archive a record; raise share.delivery.count.limit or run more instances with fewer workers",
-			"batch_consumers", r.p.Batch.Consumers, "consumers", r.consumers, "workers", r.p.Workers, "delivery_count_limit", l.DeliveryCountLimit)
-	}
-	mode, why := r.p.Batch.Acquire()
-	r.wholeBatches = mode == config.AcquireBatchOptimized
-	if r.wholeBatches {
-		r.m.AcquireWholeBatches.Set(1) // 0 until then
-	}
-	r.log.Info("acquire mode "+mode, "why", why, "record_locks", l.RecordLocks, "partitions", parts)
-	if err := checkBrokerDLQ(ctx, cl, r.p, r.log); err != nil {
-		return nil, fmt.Errorf("relay: %w", err)
-	}
-	r.log.Info("delivery limits", "delivery_count_limit", l.DeliveryCountLimit, "from", l.From, "workers", r.p.Workers, "consumers", r.consumers,
-		"max_attempts", r.limits.attempts(), "lock_duration_ms", l.LockDurationMs, "delivery", r.p.Delivery)
-	if r.p.Delivery == config.ExactlyOnce && r.p.Output.TransactionTimeout >= time.Duration(l.LockDurationMs)*time.Millisecond {
-		r.log.Warn("output.transaction_timeout is not below the share lock duration: a crashed worker's claim may outlive the lock of the records it blocks",
-			"transaction_timeout", r.p.Output.TransactionTimeout, "lock_duration_ms", l.LockDurationMs)
-	}
-	return ids, nil
-}
-
-// setLimits derives the attempts a failing record gets from the group's
-// limits, and publishes them to the workers.
-func (r *Relay) setLimits(l ShareLimits) {
-	a := int32(r.p.DeadLetter.MaxAttempts)
-	if a == 0 {
-		// Keep the broker's last deliveries as spares: a crash during
-		// the last attempt then still leaves a delivery, which
-		// dead-letters the record instead of the broker archiving it.
-		a = int32(config.DefaultMaxAttempts(r.limits.attemptsLimit(l.DeliveryCountLimit)))
-	}
-	switch spare := l.DeliveryCountLimit - int(a); {
-	case spare <= 0:
-		r.log.Warn("dead_letter.max_attempts leaves no spare delivery: a crash during the last attempt lets the broker archive the record without a dead letter",
-			"max_attempts", a, "delivery_count_limit", l.DeliveryCountLimit)
-	case spare == 1:
-		r.log.Warn("dead_letter.max_attempts leaves one spare delivery: a crash can cost a record two (the one it held, and one a share fetch left waiting in the broker acquires for the dead connection), so the broker may archive it without a dead letter; raise share.delivery.count.limit to 4 or more",
-			"max_attempts", a, "delivery_count_limit", l.DeliveryCountLimit)
-	}
-	r.limits.limitV.Store(int32(l.DeliveryCountLimit))
-	r.limits.lockMs.Store(int64(l.LockDurationMs))
-	r.m.LockDuration.Set(float64(l.LockDurationMs) / 1000)
-	if old := r.limits.attemptsV.Swap(a); old != 0 && old != a {
-		r.log.Info("share group delivery limit changed", "delivery_count_limit", l.DeliveryCountLimit, "max_attempts", a)
-	}
-}
-
-// refreshLimits re-reads the group's delivery limit every interval, so an
-// operator lowering share.delivery.count.limit while the relay runs does
-// not make the broker archive records the relay still means to retry.
-func (r *Relay) refreshLimits(ctx context.Context, interval time.Duration) error {
-	return r.every(ctx, interval, func(cl *kgo.Client) error {
-		if l, err := EffectiveShareLimits(ctx, cl, r.p.Source.Group); err == nil {
-			r.setLimits(l)
-		}
-		if sizes, err := maxMessageBytes(ctx, kadm.NewClient(cl), r.p.OutputTopics()); err == nil {
-			r.storeSizes(sizes)
-		}
-		return nil
-	})
-}
-
 // maxBatch is the producers' batch limit: the largest max.message.bytes
 // of the topics written, so the client refuses no record a topic takes
-// (write keeps each topic's batches within that topic's limit).
+// (a worker keeps each topic's batches within that topic's limit).
 func (r *Relay) maxBatch() int32 {
 	m := 0
 	for _, v := range *r.sizes.Load() {
 		m = max(m, v)
 	}
 	return int32(m)
-}
-
-// CrashConsumers is the share consumers each of workers runs: at most
-// want, and few enough that the instance's share consumers stay below
-// the group's delivery limit (at least one each). When a process dies,
-// Kafka 4.3 releases the records each of its share sessions held and
-// hands them to the share fetches still waiting in the broker, and those
-// include the dead process's other sessions' fetches: a record can be
-// acquired again for a dead consumer once per session of the process, a
-// delivery each (seen: offsets at their fifth and last delivery half a
-// second after a SIGKILL of an instance of 2 workers × 4 consumers, and
-// two of them archived with no output; integration
-// TestRealBrokerACrashCostsARecordMoreThanTheDeliveryItHeld measures it on
-// Kafka 4.4). With workers × consumers below the limit, a live consumer
-// still gets the record. GroupConfigsToSet raises the limit first when
-// the relay manages the group's configs, so that want can be kept.
-func CrashConsumers(workers, want, limit int) int {
-	if workers <= 0 || limit <= 1 {
-		return want
-	}
-	return max(1, min(want, (limit-1)/workers))
 }
 
 func dedupe(ss []string) []string {

@@ -33,6 +33,7 @@ import (
 	"github.com/sharerelay/sharerelay/internal/failpoint"
 	"github.com/sharerelay/sharerelay/lineage"
 	"github.com/sharerelay/sharerelay/metrics"
+	"github.com/sharerelay/sharerelay/sharegroup"
 	"github.com/sharerelay/sharerelay/transform"
 )
 
@@ -136,7 +137,7 @@ func TestAnUnresolvedBatchIsReleasedAndItsConsumerWaitsForIt(t *testing.T) {
 	c := fakeCluster(t)
 	seedOrders(t, c, 10)
 	cfgCl, _ := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err := SetGroupConfigs(context.Background(), cfgCl, "g", map[string]string{GroupAutoOffsetReset: "earliest"}); err != nil {
+	if err := sharegroup.SetConfigs(context.Background(), cfgCl, "g", map[string]string{sharegroup.AutoOffsetReset: "earliest"}); err != nil {
 		t.Fatal(err)
 	}
 	cfgCl.Close()
@@ -190,7 +191,7 @@ func TestFranzGoAutoAcceptsAnUnresolvedBatch(t *testing.T) {
 	c := fakeCluster(t)
 	seedOrders(t, c, 10)
 	cfgCl, _ := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err := SetGroupConfigs(context.Background(), cfgCl, "g", map[string]string{GroupAutoOffsetReset: "earliest"}); err != nil {
+	if err := sharegroup.SetConfigs(context.Background(), cfgCl, "g", map[string]string{sharegroup.AutoOffsetReset: "earliest"}); err != nil {
 		t.Fatal(err)
 	}
 	cfgCl.Close()
@@ -664,123 +665,19 @@ func BenchmarkExtraCopiesOfABatchWithoutCopies(b *testing.B) {
 	}
 }
 
-func TestTheRecordLockLimitIsRaisedToWhatTheRelayHoldsWithinTheBrokersMaximum(t *testing.T) {
-	for _, c := range []struct {
-		want, def, most int
-		limit           int
-		raise           bool
-	}{
-		{want: 8000, def: 2000, most: 4000, limit: 4000, raise: true},  // a worker of 4 consumers × 2000: capped
-		{want: 3000, def: 2000, most: 4000, limit: 3000, raise: true},  // what it holds
-		{want: 1000, def: 2000, most: 4000, limit: 2000, raise: false}, // never lowered
-		{want: 8000, def: 2000, most: 2000, limit: 2000, raise: false}, // a broker that allows no more
-	} {
-		limit, raise := recordLockLimit(c.want, c.def, c.most)
-		if limit != c.limit || raise != c.raise {
-			t.Errorf("recordLockLimit(%d, %d, %d) = %d, %v; want %d, %v", c.want, c.def, c.most, limit, raise, c.limit, c.raise)
-		}
-	}
-}
-
-func TestAGroupThatCannotLockWhatTheRelayAsksForIsAWarningThatNamesTheBrokerSetting(t *testing.T) {
-	for _, c := range []struct {
-		name                     string
-		want, limit, most, parts int
-		warn                     []string // what it must say; none: no warning
-	}{
-		{name: "the bench at Kafka's maximum", want: 16000, limit: 4000, most: 4000, parts: 3,
-			warn: []string{"up to 16000 records", "4000 per partition of its 3 source partitions (12000 in all)", "raise group.share.max.partition.max.record.locks on the brokers from 4000 to 5334 or more"}},
-		{name: "the bench at the recommended maximum", want: 16000, limit: 10000, most: 10000, parts: 3},
-		{name: "enough partitions", want: 16000, limit: 4000, most: 4000, parts: 4},
-		{name: "more than Kafka allows", want: 64000, limit: 4000, most: 4000, parts: 3,
-			warn: []string{"from 4000 to 10000 or more (21334 a partition for every instance like this one; Kafka allows up to 10000)"}},
-		{name: "Kafka's highest already", want: 64000, limit: 10000, most: 10000, parts: 3,
-			warn: []string{"(30000 in all)", "lower batch.consumers or batch.max_records, or give the source topics more partitions"}},
-		{name: "partitions unknown", want: 16000, limit: 4000, most: 4000, parts: 0},
-	} {
-		got := recordLocksShort(c.want, c.limit, c.most, c.parts)
-		if len(c.warn) == 0 {
-			if got != "" {
-				t.Errorf("%s: recordLocksShort(%d, %d, %d, %d) = %q; want no warning", c.name, c.want, c.limit, c.most, c.parts, got)
-			}
-			continue
-		}
-		for _, w := range c.warn {
-			if !strings.Contains(got, w) {
-				t.Errorf("%s: recordLocksShort(%d, %d, %d, %d) = %q; want it to say %q", c.name, c.want, c.limit, c.most, c.parts, got, w)
-			}
-		}
-	}
-}
-
-func TestGroupConfigsLeaveTheRecordLockLimitToABrokerThatDoesNotSayItsMaximum(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "orders", "jobs", "jobs.dlq"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	p := pipeline(t, c, "")
-	plan := GroupConfigsToSet(context.Background(), cl, p, 2)
-	if _, set := plan.Configs[GroupRecordLocks]; set || !strings.Contains(plan.Notes[0], "record lock limit left to the broker") {
-		t.Fatalf("GroupConfigsToSet = %+v; want no %s (kfake has no %s)", plan, GroupRecordLocks, brokerMaxRecordLocks)
-	}
-	if _, set := plan.Configs[GroupDeliveryCountLimit]; set || plan.AttemptsLimit != 0 || !strings.Contains(plan.Notes[1], "delivery limit left to the broker") {
-		t.Fatalf("GroupConfigsToSet = %+v; want no %s (kfake has no %s)", plan, GroupDeliveryCountLimit, brokerMaxDeliveryCountLimit)
-	}
-	p.Source.GroupConfigs = map[string]string{GroupRecordLocks: "3000", GroupDeliveryCountLimit: "4"}
-	plan = GroupConfigsToSet(context.Background(), cl, p, 2)
-	if plan.Configs[GroupRecordLocks] != "3000" || !strings.Contains(plan.Notes[0], "source.group_configs") {
-		t.Fatalf("GroupConfigsToSet = %+v; want the file's 3000", plan)
-	}
-	if plan.Configs[GroupDeliveryCountLimit] != "4" || plan.AttemptsLimit != 0 || !strings.Contains(plan.Notes[1], "source.group_configs") {
-		t.Fatalf("GroupConfigsToSet = %+v; want the file's delivery limit 4", plan)
-	}
-}
-
-func TestTheDeliveryLimitIsRaisedSoThatACrashCannotUseUpARecordsDeliveries(t *testing.T) {
-	for _, c := range []struct {
-		name                          string
-		attempts, sessions, def, most int
-		limit                         int
-		raise                         bool
-	}{
-		{"1 worker × 4 consumers, 3 attempts", 3, 4, 5, 10, 7, true},
-		{"2 workers × 4 consumers: capped at the broker's maximum", 3, 8, 5, 10, 10, true},
-		{"one share consumer still keeps two spares", 3, 1, 5, 10, 5, false},
-		{"a broker default that is already enough is never lowered", 3, 4, 8, 10, 8, false},
-		{"a broker that allows no more", 3, 4, 5, 5, 5, false},
-		{"the file's max_attempts", 6, 2, 5, 10, 8, true},
-	} {
-		limit, raise := deliveryLimitToSet(c.attempts, c.sessions, c.def, c.most)
-		if limit != c.limit || raise != c.raise {
-			t.Errorf("%s: deliveryLimitToSet(%d, %d, %d, %d) = %d, %v; want %d, %v", c.name, c.attempts, c.sessions, c.def, c.most, limit, raise, c.limit, c.raise)
-		}
-		// What a crash costs a record on its last attempt fits below
-		// the limit unless the broker's maximum forbids it.
-		if raise && limit < c.most && limit-c.attempts < max(2, c.sessions) {
-			t.Errorf("%s: limit %d leaves %d spares for %d share consumers", c.name, limit, limit-c.attempts, c.sessions)
-		}
-	}
-}
-
 func TestARaisedDeliveryLimitAddsSparesNotAttempts(t *testing.T) {
 	r := &Relay{p: &config.Pipeline{}, log: slog.New(slog.DiscardHandler), m: metrics.New(prometheus.NewRegistry(), "t")}
-	r.setLimits(ShareLimits{DeliveryCountLimit: 10, LockDurationMs: 30000})
+	r.setLimits(sharegroup.Limits{DeliveryCountLimit: 10, LockDurationMs: 30000})
 	if got := r.limits.attempts(); got != 8 {
 		t.Fatalf("a group limit of 10 set by its operator: %d attempts, want 8", got)
 	}
 	r = &Relay{p: &config.Pipeline{}, log: slog.New(slog.DiscardHandler), m: metrics.New(prometheus.NewRegistry(), "t")}
 	r.limits.attemptsFrom = 5 // the relay raised the broker's default of 5
-	r.setLimits(ShareLimits{DeliveryCountLimit: 10, LockDurationMs: 30000})
+	r.setLimits(sharegroup.Limits{DeliveryCountLimit: 10, LockDurationMs: 30000})
 	if got := r.limits.attempts(); got != 3 {
 		t.Fatalf("a limit the relay raised from 5 to 10: %d attempts, want 3 (as at 5)", got)
 	}
-	r.setLimits(ShareLimits{DeliveryCountLimit: 4, LockDurationMs: 30000})
+	r.setLimits(sharegroup.Limits{DeliveryCountLimit: 4, LockDurationMs: 30000})
 	if got := r.limits.attempts(); got != 2 {
 		t.Fatalf("the limit lowered to 4 under the relay: %d attempts, want 2", got)
 	}
@@ -986,31 +883,6 @@ func TestABatchLeavesHalfTheConsumersPollsForTheNextBatch(t *testing.T) {
 				t.Fatalf("batches of %v polls (%d left waiting); want %v", got, len(s.waiting), c.wantPolls)
 			}
 		})
-	}
-}
-
-// TestAnInstancesShareConsumersStayBelowTheDeliveryLimit: a crash can
-// cost a record one delivery per share consumer of the instance (Kafka 4.3
-// hands the released records to the dead instance's other waiting
-// fetches), so workers × consumers is kept below the group's delivery
-// limit, with at least one consumer a worker.
-func TestAnInstancesShareConsumersStayBelowTheDeliveryLimit(t *testing.T) {
-	for _, c := range []struct{ workers, want, limit, got int }{
-		{1, 4, 5, 4}, // the defaults: 4 consumers, one crash costs at most 4 of 5
-		{2, 4, 5, 2}, // 8 would let a crash use every delivery
-		{2, 2, 5, 2},
-		{3, 4, 5, 1},
-		{12, 4, 5, 1}, // workers alone reach the limit: one each (and a warning)
-		{2, 4, 10, 4}, // a raised limit keeps what was asked
-		{2, 8, 10, 4},
-		{1, 16, 2, 1},
-	} {
-		if got := CrashConsumers(c.workers, c.want, c.limit); got != c.got {
-			t.Errorf("%d workers asking %d consumers, delivery limit %d: %d consumers each, want %d", c.workers, c.want, c.limit, got, c.got)
-		}
-		if got := CrashConsumers(c.workers, c.want, c.limit); c.workers < c.limit && c.workers*got >= c.limit {
-			t.Errorf("%d workers × %d consumers reach the delivery limit %d", c.workers, got, c.limit)
-		}
 	}
 }
 

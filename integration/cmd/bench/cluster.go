@@ -19,7 +19,7 @@ import (
 
 	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/integration/kafkatest"
-	"github.com/sharerelay/sharerelay/relay"
+	"github.com/sharerelay/sharerelay/sharegroup"
 )
 
 // sourcePartitions is the partition count of every source and output topic.
@@ -232,9 +232,9 @@ func (b *bench) deleteTopics(names ...string) {
 // read_committed like the relay's.
 func (b *bench) newGroup(ctx context.Context, group string) error {
 	b.groups = append(b.groups, group)
-	return relay.SetGroupConfigs(ctx, b.cl, group, map[string]string{
-		relay.GroupAutoOffsetReset: "earliest",
-		relay.GroupIsolationLevel:  "read_committed",
+	return sharegroup.SetConfigs(ctx, b.cl, group, map[string]string{
+		sharegroup.AutoOffsetReset: "earliest",
+		sharegroup.IsolationLevel:  "read_committed",
 	})
 }
 

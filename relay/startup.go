@@ -1,0 +1,165 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/sharegroup"
+)
+
+// startUp runs the start-up checks before any worker starts: the topics
+// exist and their batch limits are known, the share group's configs are
+// set (when the relay manages them) and in effect, and the delivery
+// limits the workers depend on are read. It returns the source topics'
+// IDs.
+func (r *Relay) startUp(ctx context.Context) (map[string][16]byte, error) {
+	cl, err := kgo.NewClient(r.clientOpts()...)
+	if err != nil {
+		return nil, fmt.Errorf("relay: creating admin client: %w", err)
+	}
+	defer cl.Close()
+	td, err := r.checkPipelineTopics(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	ids := make(map[string][16]byte)
+	parts := 0
+	for _, t := range r.p.Source.Topics {
+		ids[t] = td[t].ID
+		parts += len(td[t].Partitions)
+	}
+	if r.p.Source.ManageGroupConfig == nil || *r.p.Source.ManageGroupConfig {
+		if err := r.setGroupConfigs(ctx, cl, parts); err != nil {
+			return nil, err
+		}
+	} else {
+		r.log.Info("share group configs left alone (source.manage_group_config: false)", "group", r.p.Source.Group)
+	}
+	l, err := sharegroup.EffectiveLimits(ctx, cl, r.p.Source.Group)
+	if err != nil {
+		r.log.Warn("could not read the share group's delivery limit; assuming Kafka's default", "limit", l.DeliveryCountLimit, "err", err)
+	}
+	r.setLimits(l)
+	r.fitConsumers(l)
+	mode, why := r.p.Batch.Acquire()
+	r.wholeBatches = mode == config.AcquireBatchOptimized
+	if r.wholeBatches {
+		r.m.AcquireWholeBatches.Set(1) // 0 until then
+	}
+	r.log.Info("acquire mode "+mode, "why", why, "record_locks", l.RecordLocks, "partitions", parts)
+	if err := checkBrokerDLQ(ctx, cl, r.p, r.log); err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	r.log.Info("delivery limits", "delivery_count_limit", l.DeliveryCountLimit, "from", l.From, "workers", r.p.Workers, "consumers", r.consumers,
+		"max_attempts", r.limits.attempts(), "lock_duration_ms", l.LockDurationMs, "delivery", r.p.Delivery)
+	if r.p.Delivery == config.ExactlyOnce && r.p.Output.TransactionTimeout >= time.Duration(l.LockDurationMs)*time.Millisecond {
+		r.log.Warn("output.transaction_timeout is not below the share lock duration: a crashed worker's claim may outlive the lock of the records it blocks",
+			"transaction_timeout", r.p.Output.TransactionTimeout, "lock_duration_ms", l.LockDurationMs)
+	}
+	return ids, nil
+}
+
+// checkPipelineTopics checks that the source and output topics exist and the
+// principal may describe them, and stores the outputs' batch limits.
+func (r *Relay) checkPipelineTopics(ctx context.Context, cl *kgo.Client) (map[string]kadm.TopicDetail, error) {
+	names := append(append([]string{}, r.p.Source.Topics...), r.p.OutputTopics()...)
+	td, err := checkTopics(ctx, cl, dedupe(names), topicGrace)
+	if err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	sizes, err := maxMessageBytes(ctx, kadm.NewClient(cl), r.p.OutputTopics())
+	if err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	r.storeSizes(sizes)
+	r.log.Info("largest record batches the topics take (max.message.bytes)", "bytes", sizes)
+	return td, nil
+}
+
+// setGroupConfigs sets the share group's configs the relay manages
+// (sharegroup.ConfigsToSet, for parts source partitions) and waits until
+// they are in effect.
+func (r *Relay) setGroupConfigs(ctx context.Context, cl *kgo.Client, parts int) error {
+	plan := sharegroup.ConfigsToSet(ctx, cl, r.p, parts)
+	for _, note := range plan.Notes {
+		r.log.Info("share group "+note, "group", r.p.Source.Group)
+	}
+	for _, w := range plan.Warnings {
+		r.log.Warn("share group "+w, "group", r.p.Source.Group)
+	}
+	cfgs := plan.Configs
+	r.limits.attemptsFrom = plan.AttemptsLimit
+	if err := sharegroup.SetConfigs(ctx, cl, r.p.Source.Group, cfgs); err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	// Group configs propagate through the metadata log: reading the
+	// delivery limit too early would see the old one, and a relay that
+	// believes in a higher limit than the broker's lets the broker
+	// archive records silently.
+	if err := sharegroup.WaitConfigs(ctx, cl, r.p.Source.Group, cfgs); err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	r.log.Info("share group configs set", "group", r.p.Source.Group, "configs", cfgs)
+	return nil
+}
+
+// fitConsumers chooses the share consumers each worker runs
+// (sharegroup.ConsumersPerWorker) for the group's delivery limit, and
+// warns when the workers alone reach it or batch.consumers was lowered.
+func (r *Relay) fitConsumers(l sharegroup.Limits) {
+	r.consumers = sharegroup.ConsumersPerWorker(r.p.Workers, r.p.Batch.Consumers, l.DeliveryCountLimit)
+	switch {
+	case r.p.Workers >= l.DeliveryCountLimit:
+		r.log.Warn("workers reach the group's delivery limit: a crash of this instance can cost a record it held one delivery for each of the instance's share consumers, so a crash alone can make the broker archive a record without output or dead letter; run more instances with fewer workers, or raise share.delivery.count.limit",
+			"workers", r.p.Workers, "consumers", r.consumers, "delivery_count_limit", l.DeliveryCountLimit)
+	case r.consumers < r.p.Batch.Consumers:
+		r.log.Warn("batch.consumers lowered: a crash of this instance can cost a record it held one delivery for each of the instance's share consumers, and workers × consumers must stay below the group's delivery limit so that a crash alone never makes the broker archive a record; raise share.delivery.count.limit or run more instances with fewer workers",
+			"batch_consumers", r.p.Batch.Consumers, "consumers", r.consumers, "workers", r.p.Workers, "delivery_count_limit", l.DeliveryCountLimit)
+	}
+}
+
+// setLimits derives the attempts a failing record gets from the group's
+// limits, and publishes them to the workers.
+func (r *Relay) setLimits(l sharegroup.Limits) {
+	a := int32(r.p.DeadLetter.MaxAttempts)
+	if a == 0 {
+		// Keep the broker's last deliveries as spares: a crash during
+		// the last attempt then still leaves a delivery, which
+		// dead-letters the record instead of the broker archiving it.
+		a = int32(config.DefaultMaxAttempts(r.limits.attemptsLimit(l.DeliveryCountLimit)))
+	}
+	switch spare := l.DeliveryCountLimit - int(a); {
+	case spare <= 0:
+		r.log.Warn("dead_letter.max_attempts leaves no spare delivery: a crash during the last attempt lets the broker archive the record without a dead letter",
+			"max_attempts", a, "delivery_count_limit", l.DeliveryCountLimit)
+	case spare == 1:
+		r.log.Warn("dead_letter.max_attempts leaves one spare delivery: a crash can cost a record two (the one it held, and one a share fetch left waiting in the broker acquires for the dead connection), so the broker may archive it without a dead letter; raise share.delivery.count.limit to 4 or more",
+			"max_attempts", a, "delivery_count_limit", l.DeliveryCountLimit)
+	}
+	r.limits.limitV.Store(int32(l.DeliveryCountLimit))
+	r.limits.lockMs.Store(int64(l.LockDurationMs))
+	r.m.LockDuration.Set(float64(l.LockDurationMs) / 1000)
+	if old := r.limits.attemptsV.Swap(a); old != 0 && old != a {
+		r.log.Info("share group delivery limit changed", "delivery_count_limit", l.DeliveryCountLimit, "max_attempts", a)
+	}
+}
+
+// refreshLimits re-reads the group's delivery limit every interval, so an
+// operator lowering share.delivery.count.limit while the relay runs does
+// not make the broker archive records the relay still means to retry.
+func (r *Relay) refreshLimits(ctx context.Context, interval time.Duration) error {
+	return r.every(ctx, interval, func(cl *kgo.Client) error {
+		if l, err := sharegroup.EffectiveLimits(ctx, cl, r.p.Source.Group); err == nil {
+			r.setLimits(l)
+		}
+		if sizes, err := maxMessageBytes(ctx, kadm.NewClient(cl), r.p.OutputTopics()); err == nil {
+			r.storeSizes(sizes)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,140 @@
+package sharegroup
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+
+	"github.com/sharerelay/sharerelay/config"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// pipeline is a pipeline on c's brokers, with extra YAML appended.
+func pipeline(t *testing.T, c *kfake.Cluster, extra string) *config.Pipeline {
+	t.Helper()
+	y := fmt.Sprintf(`
+name: test
+brokers: [%q]
+delivery: at-least-once
+workers: 2
+source: {topics: [orders], group: g}
+output: {topic: jobs}
+dead_letter: {topic: jobs.dlq}
+batch: {max_records: 20, poll_timeout: 200ms}
+%s`, c.ListenAddrs()[0], extra)
+	p, err := config.Parse("test.yaml", []byte(y), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestTheRecordLockLimitIsRaisedToWhatTheRelayHoldsWithinTheBrokersMaximum(t *testing.T) {
+	for _, c := range []struct {
+		want, def, most int
+		limit           int
+		raise           bool
+	}{
+		{want: 8000, def: 2000, most: 4000, limit: 4000, raise: true},  // a worker of 4 consumers × 2000: capped
+		{want: 3000, def: 2000, most: 4000, limit: 3000, raise: true},  // what it holds
+		{want: 1000, def: 2000, most: 4000, limit: 2000, raise: false}, // never lowered
+		{want: 8000, def: 2000, most: 2000, limit: 2000, raise: false}, // a broker that allows no more
+	} {
+		limit, raise := recordLockLimit(c.want, c.def, c.most)
+		if limit != c.limit || raise != c.raise {
+			t.Errorf("recordLockLimit(%d, %d, %d) = %d, %v; want %d, %v", c.want, c.def, c.most, limit, raise, c.limit, c.raise)
+		}
+	}
+}
+
+func TestAGroupThatCannotLockWhatTheRelayAsksForIsAWarningThatNamesTheBrokerSetting(t *testing.T) {
+	for _, c := range []struct {
+		name                     string
+		want, limit, most, parts int
+		warn                     []string // what it must say; none: no warning
+	}{
+		{name: "the bench at Kafka's maximum", want: 16000, limit: 4000, most: 4000, parts: 3,
+			warn: []string{"up to 16000 records", "4000 per partition of its 3 source partitions (12000 in all)", "raise group.share.max.partition.max.record.locks on the brokers from 4000 to 5334 or more"}},
+		{name: "the bench at the recommended maximum", want: 16000, limit: 10000, most: 10000, parts: 3},
+		{name: "enough partitions", want: 16000, limit: 4000, most: 4000, parts: 4},
+		{name: "more than Kafka allows", want: 64000, limit: 4000, most: 4000, parts: 3,
+			warn: []string{"from 4000 to 10000 or more (21334 a partition for every instance like this one; Kafka allows up to 10000)"}},
+		{name: "Kafka's highest already", want: 64000, limit: 10000, most: 10000, parts: 3,
+			warn: []string{"(30000 in all)", "lower batch.consumers or batch.max_records, or give the source topics more partitions"}},
+		{name: "partitions unknown", want: 16000, limit: 4000, most: 4000, parts: 0},
+	} {
+		got := recordLocksShort(c.want, c.limit, c.most, c.parts)
+		if len(c.warn) == 0 {
+			if got != "" {
+				t.Errorf("%s: recordLocksShort(%d, %d, %d, %d) = %q; want no warning", c.name, c.want, c.limit, c.most, c.parts, got)
+			}
+			continue
+		}
+		for _, w := range c.warn {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: recordLocksShort(%d, %d, %d, %d) = %q; want it to say %q", c.name, c.want, c.limit, c.most, c.parts, got, w)
+			}
+		}
+	}
+}
+
+func TestGroupConfigsLeaveTheRecordLockLimitToABrokerThatDoesNotSayItsMaximum(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "orders", "jobs", "jobs.dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	p := pipeline(t, c, "")
+	plan := ConfigsToSet(context.Background(), cl, p, 2)
+	if _, set := plan.Configs[RecordLocks]; set || !strings.Contains(plan.Notes[0], "record lock limit left to the broker") {
+		t.Fatalf("ConfigsToSet = %+v; want no %s (kfake has no %s)", plan, RecordLocks, brokerMaxRecordLocks)
+	}
+	if _, set := plan.Configs[DeliveryCountLimit]; set || plan.AttemptsLimit != 0 || !strings.Contains(plan.Notes[1], "delivery limit left to the broker") {
+		t.Fatalf("ConfigsToSet = %+v; want no %s (kfake has no %s)", plan, DeliveryCountLimit, brokerMaxDeliveryCountLimit)
+	}
+	p.Source.GroupConfigs = map[string]string{RecordLocks: "3000", DeliveryCountLimit: "4"}
+	plan = ConfigsToSet(context.Background(), cl, p, 2)
+	if plan.Configs[RecordLocks] != "3000" || !strings.Contains(plan.Notes[0], "source.group_configs") {
+		t.Fatalf("ConfigsToSet = %+v; want the file's 3000", plan)
+	}
+	if plan.Configs[DeliveryCountLimit] != "4" || plan.AttemptsLimit != 0 || !strings.Contains(plan.Notes[1], "source.group_configs") {
+		t.Fatalf("ConfigsToSet = %+v; want the file's delivery limit 4", plan)
+	}
+}
+
+func TestTheDeliveryLimitIsRaisedSoThatACrashCannotUseUpARecordsDeliveries(t *testing.T) {
+	for _, c := range []struct {
+		name                          string
+		attempts, sessions, def, most int
+		limit                         int
+		raise                         bool
+	}{
+		{"1 worker × 4 consumers, 3 attempts", 3, 4, 5, 10, 7, true},
+		{"2 workers × 4 consumers: capped at the broker's maximum", 3, 8, 5, 10, 10, true},
+		{"one share consumer still keeps two spares", 3, 1, 5, 10, 5, false},
+		{"a broker default that is already enough is never lowered", 3, 4, 8, 10, 8, false},
+		{"a broker that allows no more", 3, 4, 5, 5, 5, false},
+		{"the file's max_attempts", 6, 2, 5, 10, 8, true},
+	} {
+		limit, raise := deliveryLimitToSet(c.attempts, c.sessions, c.def, c.most)
+		if limit != c.limit || raise != c.raise {
+			t.Errorf("%s: deliveryLimitToSet(%d, %d, %d, %d) = %d, %v; want %d, %v", c.name, c.attempts, c.sessions, c.def, c.most, limit, raise, c.limit, c.raise)
+		}
+		// What a crash costs a record on its last attempt fits below
+		// the limit unless the broker's maximum forbids it.
+		if raise && limit < c.most && limit-c.attempts < max(2, c.sessions) {
+			t.Errorf("%s: limit %d leaves %d spares for %d share consumers", c.name, limit, limit-c.attempts, c.sessions)
+		}
+	}
+}
