@@ -13,7 +13,6 @@ import (
 
 	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/config"
-	"github.com/sharerelay/sharerelay/internal/kafkaopts"
 	"github.com/sharerelay/sharerelay/transform"
 )
 
@@ -28,22 +27,9 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *cfgPath == "" {
-		fmt.Fprintln(stderr, "relay verify: -c <pipeline.yaml> is required")
-		return 2
-	}
-	p, err := config.Load(*cfgPath)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 2
-	}
-	for _, w := range p.Warnings {
-		fmt.Fprintln(stderr, w)
-	}
-	kafka, err := kafkaopts.New(p)
-	if err != nil {
-		fmt.Fprintln(stderr, "relay verify:", err)
-		return 2
+	p, kafka, code := loadPipeline("verify", *cfgPath, true, stderr)
+	if code != 0 {
+		return code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
