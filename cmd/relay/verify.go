@@ -33,7 +33,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	rep, err := audit.Verify(ctx, VerifyConfigFor(p, kafka.Opts()))
+	rep, err := audit.Verify(ctx, verifyConfig(p, kafka.Opts()))
 	if err != nil {
 		fmt.Fprintln(stderr, "relay verify:", err)
 		return 2
@@ -54,11 +54,11 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// VerifyConfigFor derives what to audit from a pipeline: its sources (read
+// verifyConfig derives what to audit from a pipeline: its sources (read
 // with the group's isolation level), every topic a route may write to, the
 // dead-letter topic and the share group. clientOpts are the pipeline's
 // client options (kafkaopts), so that the audit connects as the relay does.
-func VerifyConfigFor(p *config.Pipeline, clientOpts []kgo.Opt) audit.VerifyConfig {
+func verifyConfig(p *config.Pipeline, clientOpts []kgo.Opt) audit.VerifyConfig {
 	var outputs []string
 	for _, t := range p.OutputTopics() {
 		if t != p.DeadLetter.Topic {
