@@ -19,6 +19,7 @@ import (
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/internal/failpoint"
+	"github.com/sharerelay/sharerelay/internal/kfaketest"
 	"github.com/sharerelay/sharerelay/lineage"
 	"github.com/sharerelay/sharerelay/relay"
 )
@@ -47,17 +48,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // cluster starts kfake with the pipeline's topics and two replay targets.
 func cluster(t *testing.T) *kfake.Cluster {
 	t.Helper()
-	c, err := kfake.NewCluster(
-		kfake.NumBrokers(1),
-		kfake.SeedTopics(2, "orders", "jobs"),
-		kfake.SeedTopics(1, "jobs.dlq", "replayed", "replayed.naive"),
-		kfake.BrokerConfigs(map[string]string{"group.share.heartbeat.interval.ms": "200"}),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
+	return kfaketest.Cluster(t, kfake.SeedTopics(2, "orders", "jobs"), kfake.SeedTopics(1, "jobs.dlq", "replayed", "replayed.naive"))
 }
 
 func pipeline(t *testing.T, c *kfake.Cluster, chain string) *config.Pipeline {

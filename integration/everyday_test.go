@@ -96,14 +96,8 @@ func metricWhere(t *testing.T, addr, name, label string) float64 {
 
 func alterTopic(t *testing.T, seeds []string, topic, key, value string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := kadm.NewClient(cl).AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: key, Value: &value}}, topic)
+	adm, ctx := kafkatest.Admin(t, seeds)
+	resp, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: key, Value: &value}}, topic)
 	if err == nil {
 		_, err = resp.On(topic, nil)
 	}

@@ -336,14 +336,8 @@ func restartBroker(t *testing.T, seeds []string, topics ...string) {
 // last stable offset at its high watermark.
 func waitNoOpenTxn(t *testing.T, seeds []string, topics ...string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := harness.WaitNoOpenTransactions(ctx, kadm.NewClient(cl), topics...); err != nil {
+	adm, ctx := kafkatest.Admin(t, seeds)
+	if err := harness.WaitNoOpenTransactions(ctx, adm, topics...); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/integration/harness"
+	"github.com/sharerelay/sharerelay/integration/kafkatest"
 	"github.com/sharerelay/sharerelay/internal/failpoint"
 	"github.com/sharerelay/sharerelay/lineage"
 )
@@ -197,16 +198,10 @@ func waitLag(t *testing.T, p *harness.Pipeline, lag int64, d time.Duration) {
 // openTxnsOfAny lists the transactions open on topic, of any producer.
 func openTxnsOfAny(t *testing.T, seeds []string, topic string) []string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	adm, ctx := kafkatest.Admin(t, seeds)
 	ts := kadm.TopicsSet{}
 	ts.Add(topic)
-	dp, err := kadm.NewClient(cl).DescribeProducers(ctx, ts)
+	dp, err := adm.DescribeProducers(ctx, ts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -468,16 +468,10 @@ func TestRealBrokerOpenSpanOfTheRelaysOwnProducerIdIsNotContinued(t *testing.T) 
 // as aborts to complete.
 func openTxnsOf(t *testing.T, seeds []string, topic string, pids []int64) []harness.HangingTxn {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	adm, ctx := kafkatest.Admin(t, seeds)
 	ts := kadm.TopicsSet{}
 	ts.Add(topic)
-	dp, err := kadm.NewClient(cl).DescribeProducers(ctx, ts)
+	dp, err := adm.DescribeProducers(ctx, ts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -595,14 +589,8 @@ func TestRealBrokerRetiredTransactionalIDsLeftOpenAreReported(t *testing.T) {
 // how far read_committed readers may read.
 func lastStable(t *testing.T, seeds []string, topic string) map[int32]int64 {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	los, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
+	adm, ctx := kafkatest.Admin(t, seeds)
+	los, err := adm.ListCommittedOffsets(ctx, topic)
 	if err == nil {
 		err = los.Error() // a partition's error would read as offset -1
 	}

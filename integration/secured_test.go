@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sharerelay/sharerelay/integration/harness"
 	"github.com/sharerelay/sharerelay/integration/kafkatest"
@@ -176,14 +175,7 @@ func relayPermissions(p *harness.Pipeline) []permission {
 // authorizer has them all.
 func setPermissions(t *testing.T, seeds []string, principal string, perms []permission) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm, ctx := kafkatest.Admin(t, seeds)
 	all := kadm.NewACLs().Allow(principal).AllowHosts().AnyResource().Clusters().
 		ResourcePatternType(kadm.ACLPatternAny).Operations(kadm.OpAny)
 	if _, err := adm.DeleteACLs(ctx, all); err != nil {

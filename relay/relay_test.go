@@ -31,6 +31,7 @@ import (
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/internal/failpoint"
+	"github.com/sharerelay/sharerelay/internal/kfaketest"
 	"github.com/sharerelay/sharerelay/lineage"
 	"github.com/sharerelay/sharerelay/metrics"
 	"github.com/sharerelay/sharerelay/sharegroup"
@@ -42,17 +43,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // fakeCluster starts kfake with the topics the tests' pipeline uses.
 func fakeCluster(t *testing.T) *kfake.Cluster {
 	t.Helper()
-	c, err := kfake.NewCluster(
-		kfake.NumBrokers(1),
-		kfake.SeedTopics(2, "orders", "jobs"),
-		kfake.SeedTopics(1, "jobs.dlq"),
-		kfake.BrokerConfigs(map[string]string{"group.share.heartbeat.interval.ms": "200"}),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
+	return kfaketest.Cluster(t, kfake.SeedTopics(2, "orders", "jobs"), kfake.SeedTopics(1, "jobs.dlq"))
 }
 
 func pipeline(t *testing.T, c *kfake.Cluster, extra string) *config.Pipeline {

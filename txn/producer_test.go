@@ -9,14 +9,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sharerelay/sharerelay/internal/kfaketest"
 )
 
 func TestExtraOptionsTuneTheProducerButCannotWeakenItsGuarantees(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := kfaketest.Cluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cfg := Config{
@@ -59,11 +57,7 @@ func TestExtraOptionsTuneTheProducerButCannotWeakenItsGuarantees(t *testing.T) {
 // partitions it writes for a transaction of its producer id left open
 // (relay's checkSpans) whenever Unchecked says so.
 func TestUncheckedAfterAnythingThatCouldHaveLostAMarker(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := kfaketest.Cluster(t, kfake.SeedTopics(1, "out"))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p, err := New(ctx, Config{Seeds: c.ListenAddrs(), TransactionalID: "u-0", TransactionTimeout: 10 * time.Second})
@@ -124,11 +118,7 @@ func TestUncheckedAfterAnythingThatCouldHaveLostAMarker(t *testing.T) {
 // the client; in a broker-kill chaos run, one batch holding the outputs
 // twice) make Commit abort instead of committing them.
 func TestCommitAbortsATransactionHoldingRecordsNotProduced(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := kfaketest.Cluster(t, kfake.SeedTopics(1, "out"))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p, err := New(ctx, Config{Seeds: c.ListenAddrs(), TransactionalID: "x-0", TransactionTimeout: 10 * time.Second})
@@ -183,11 +173,7 @@ func TestCommitAbortsATransactionHoldingRecordsNotProduced(t *testing.T) {
 // from Last; a replaced producer keeps it (Inherit), and a commit whose
 // answer was lost is settled later (Settle).
 func TestTheProducerRemembersWhatEachPartitionLastGotAndHowItEnded(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "a", "b"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := kfaketest.Cluster(t, kfake.SeedTopics(2, "a", "b"))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cfg := Config{Seeds: c.ListenAddrs(), TransactionalID: "m-0", TransactionTimeout: 10 * time.Second,
@@ -279,11 +265,7 @@ func TestTheProducerRemembersWhatEachPartitionLastGotAndHowItEnded(t *testing.T)
 // records would hold every record it ever wrote (seen in make bench: 2.4
 // GB of RSS at 1 KiB).
 func TestAnIdempotentProducerKeepsNoRecords(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := kfaketest.Cluster(t, kfake.SeedTopics(1, "a"))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	p, err := New(ctx, Config{Seeds: c.ListenAddrs(), TransactionalID: "i-0", Idempotent: true})

@@ -3,12 +3,9 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"time"
 
-	"github.com/sharerelay/sharerelay/config"
-	"github.com/sharerelay/sharerelay/internal/kafkaopts"
 	"github.com/sharerelay/sharerelay/preflight"
 )
 
@@ -23,22 +20,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *cfgPath == "" {
-		fmt.Fprintln(stderr, "relay check: -c <pipeline.yaml> is required")
-		return 2
-	}
-	p, err := config.Load(*cfgPath)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 2
-	}
-	for _, w := range p.Warnings {
-		fmt.Fprintln(stderr, w)
-	}
-	kafka, err := kafkaopts.New(p)
-	if err != nil {
-		fmt.Fprintln(stderr, "relay check:", err)
-		return 2
+	p, kafka, code := loadPipeline("check", *cfgPath, true, stderr)
+	if code != 0 {
+		return code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()

@@ -9,14 +9,12 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/sharerelay/sharerelay/internal/kfaketest"
 )
 
 func TestCheckPassesAPipelineItsClusterCanRun(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "orders", "jobs", "dlq"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := kfaketest.Cluster(t, kfake.SeedTopics(3, "orders", "jobs", "dlq"))
 	path := filepath.Join(t.TempDir(), "p.yaml")
 	os.WriteFile(path, fmt.Appendf(nil, "name: p\nbrokers: [%s]\nsource: {topics: [orders], group: g}\noutput: {topic: jobs}\ndead_letter: {topic: dlq}\n",
 		c.ListenAddrs()[0]), 0o644)
@@ -33,11 +31,7 @@ func TestCheckPassesAPipelineItsClusterCanRun(t *testing.T) {
 }
 
 func TestCheckFailsAMissingTopicAndNeedsAFile(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders", "jobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := kfaketest.Cluster(t, kfake.SeedTopics(1, "orders", "jobs"))
 	path := filepath.Join(t.TempDir(), "p.yaml")
 	os.WriteFile(path, fmt.Appendf(nil, "name: p\nbrokers: [%s]\nsource: {topics: [orders], group: g}\noutput: {topic: jobs}\ndead_letter: {topic: dlq}\n",
 		c.ListenAddrs()[0]), 0o644)

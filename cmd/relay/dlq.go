@@ -89,20 +89,12 @@ func (f *dlqFlags) register(fs *flag.FlagSet) {
 // load parses what the flags name: the pipeline, its client options, the
 // selection. It prints the problem and returns false on error.
 func (f *dlqFlags) load(cmd string, stderr io.Writer) bool {
-	if f.cfgPath == "" {
-		fmt.Fprintf(stderr, "relay dlq %s: -c <pipeline.yaml> is required\n", cmd)
+	// Unlike check and verify, the dlq commands print no config warnings.
+	var code int
+	if f.pipeline, f.kafka, code = loadPipeline("dlq "+cmd, f.cfgPath, false, stderr); code != 0 {
 		return false
 	}
-	p, err := config.Load(f.cfgPath)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return false
-	}
-	f.pipeline = p
-	if f.kafka, err = kafkaopts.New(p); err != nil {
-		fmt.Fprintf(stderr, "relay dlq %s: %v\n", cmd, err)
-		return false
-	}
+	var err error
 	now := time.Now()
 	f.filter = dlq.Filter{Classes: f.classes, Steps: f.steps, Kinds: f.kinds}
 	for _, t := range []struct {

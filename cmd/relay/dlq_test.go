@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sharerelay/sharerelay/internal/kfaketest"
 	"github.com/sharerelay/sharerelay/lineage"
 )
 
@@ -21,11 +22,7 @@ import (
 // pipeline file for it.
 func dlqCluster(t *testing.T, n int) (cfg string) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders", "jobs", "jobs.dlq", "copies"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := kfaketest.Cluster(t, kfake.SeedTopics(1, "orders", "jobs", "jobs.dlq", "copies"))
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/config"
-	"github.com/sharerelay/sharerelay/internal/kafkaopts"
 	"github.com/sharerelay/sharerelay/transform"
 )
 
@@ -28,26 +27,13 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *cfgPath == "" {
-		fmt.Fprintln(stderr, "relay verify: -c <pipeline.yaml> is required")
-		return 2
-	}
-	p, err := config.Load(*cfgPath)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 2
-	}
-	for _, w := range p.Warnings {
-		fmt.Fprintln(stderr, w)
-	}
-	kafka, err := kafkaopts.New(p)
-	if err != nil {
-		fmt.Fprintln(stderr, "relay verify:", err)
-		return 2
+	p, kafka, code := loadPipeline("verify", *cfgPath, true, stderr)
+	if code != 0 {
+		return code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	rep, err := audit.Verify(ctx, VerifyConfigFor(p, kafka.Opts()))
+	rep, err := audit.Verify(ctx, verifyConfig(p, kafka.Opts()))
 	if err != nil {
 		fmt.Fprintln(stderr, "relay verify:", err)
 		return 2
@@ -68,11 +54,11 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// VerifyConfigFor derives what to audit from a pipeline: its sources (read
+// verifyConfig derives what to audit from a pipeline: its sources (read
 // with the group's isolation level), every topic a route may write to, the
 // dead-letter topic and the share group. clientOpts are the pipeline's
 // client options (kafkaopts), so that the audit connects as the relay does.
-func VerifyConfigFor(p *config.Pipeline, clientOpts []kgo.Opt) audit.VerifyConfig {
+func verifyConfig(p *config.Pipeline, clientOpts []kgo.Opt) audit.VerifyConfig {
 	var outputs []string
 	for _, t := range p.OutputTopics() {
 		if t != p.DeadLetter.Topic {

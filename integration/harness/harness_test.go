@@ -19,6 +19,7 @@ import (
 
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/integration/harness"
+	"github.com/sharerelay/sharerelay/internal/kfaketest"
 )
 
 // The harness's Kafka helpers run here against kfake, an in-process fake
@@ -31,12 +32,7 @@ func fakeCluster(t *testing.T, brokers int) []string {
 
 func newFake(t *testing.T, brokers int) *kfake.Cluster {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(brokers))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
+	return kfaketest.Cluster(t, kfake.NumBrokers(brokers))
 }
 
 func admin(t *testing.T, seeds []string) *kadm.Client {

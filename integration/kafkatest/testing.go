@@ -209,14 +209,7 @@ func NewTopic(t testing.TB, seeds []string, partitions int32) string {
 	}
 	name = fmt.Sprintf("t-%s-%s-%d", name, topicRunSalt, topicSeq.Add(1))
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatalf("kafkatest: new topic: client: %v", err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	adm, ctx := Admin(t, seeds)
 	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, name)
 	if err == nil {
 		err = resp.Err
@@ -226,6 +219,25 @@ func NewTopic(t testing.TB, seeds []string, partitions int32) string {
 	}
 	t.Cleanup(func() { deleteTopic(t, seeds, name) })
 	return name
+}
+
+// adminTimeout bounds the few admin requests a test makes with [Admin].
+const adminTimeout = 30 * time.Second
+
+// Admin returns an admin client of the cluster at seeds and a context that
+// ends 30 seconds from now, for the few admin requests a test makes; the
+// client is closed and the context cancelled when t and its subtests end.
+// It fails t if the client cannot be made.
+func Admin(t testing.TB, seeds []string) (*kadm.Client, context.Context) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatalf("kafkatest: admin client: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	t.Cleanup(cancel)
+	return kadm.NewClient(cl), ctx
 }
 
 // deleteTopic deletes a test topic, logging (not failing on) errors: the

@@ -28,6 +28,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/internal/kfaketest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -452,12 +453,8 @@ func TestTheTuningReachesTheClient(t *testing.T) {
 // get in; a wrong password, a wrong CA or no client certificate do not.
 func TestAClientWithThePipelinesOptionsTalksToATLSAndSCRAMCluster(t *testing.T) {
 	p := newPKI(t)
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.TLS(p.serverTLS()), kfake.EnableSASL(),
+	c := kfaketest.Cluster(t, kfake.TLS(p.serverTLS()), kfake.EnableSASL(),
 		kfake.Superuser("SCRAM-SHA-512", "relay", "hunter2"), kfake.SeedTopics(1, "orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	good := func() *config.Pipeline {
 		pl := &config.Pipeline{Name: "p", Brokers: c.ListenAddrs(),
 			TLS:  config.TLS{Enabled: true, CAFile: p.caFile, CertFile: p.certFile, KeyFile: p.keyFile},
