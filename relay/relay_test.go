@@ -48,21 +48,7 @@ func fakeCluster(t *testing.T) *kfake.Cluster {
 
 func pipeline(t *testing.T, c *kfake.Cluster, extra string) *config.Pipeline {
 	t.Helper()
-	y := fmt.Sprintf(`
-name: test
-brokers: [%q]
-delivery: at-least-once
-workers: 2
-source: {topics: [orders], group: g}
-output: {topic: jobs}
-dead_letter: {topic: jobs.dlq}
-batch: {max_records: 20, poll_timeout: 200ms}
-%s`, c.ListenAddrs()[0], extra)
-	p, err := config.Parse("test.yaml", []byte(y), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return kfaketest.Pipeline(t, c, extra)
 }
 
 func seedOrders(t *testing.T, c *kfake.Cluster, n int) {

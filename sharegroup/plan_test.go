@@ -2,7 +2,6 @@ package sharegroup
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -11,28 +10,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/internal/kfaketest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// pipeline is a pipeline on c's brokers, with extra YAML appended.
 func pipeline(t *testing.T, c *kfake.Cluster, extra string) *config.Pipeline {
 	t.Helper()
-	y := fmt.Sprintf(`
-name: test
-brokers: [%q]
-delivery: at-least-once
-workers: 2
-source: {topics: [orders], group: g}
-output: {topic: jobs}
-dead_letter: {topic: jobs.dlq}
-batch: {max_records: 20, poll_timeout: 200ms}
-%s`, c.ListenAddrs()[0], extra)
-	p, err := config.Parse("test.yaml", []byte(y), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return kfaketest.Pipeline(t, c, extra)
 }
 
 func TestTheRecordLockLimitIsRaisedToWhatTheRelayHoldsWithinTheBrokersMaximum(t *testing.T) {

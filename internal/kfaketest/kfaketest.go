@@ -3,9 +3,12 @@
 package kfaketest
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/sharerelay/sharerelay/config"
 )
 
 // Cluster starts a kfake cluster for t and closes it when t and its
@@ -25,4 +28,27 @@ func Cluster(t testing.TB, opts ...kfake.Opt) *kfake.Cluster {
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// Pipeline parses the unit tests' pipeline on c's brokers: at-least-once,
+// two workers, orders to jobs with dead letters in jobs.dlq, polls of 20
+// records; extra is YAML appended to it (a later key wins). It fails t
+// when the result is not a valid pipeline.
+func Pipeline(t testing.TB, c *kfake.Cluster, extra string) *config.Pipeline {
+	t.Helper()
+	y := fmt.Sprintf(`
+name: test
+brokers: [%q]
+delivery: at-least-once
+workers: 2
+source: {topics: [orders], group: g}
+output: {topic: jobs}
+dead_letter: {topic: jobs.dlq}
+batch: {max_records: 20, poll_timeout: 200ms}
+%s`, c.ListenAddrs()[0], extra)
+	p, err := config.Parse("test.yaml", []byte(y), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
