@@ -172,23 +172,23 @@ func (s *shareSource) fetch(ctx context.Context, f *fetcher) {
 }
 
 // next returns the next batch: it waits up to timeout for a first poll,
-// then takes every poll already waiting, up to most records (a poll is
-// never split). A batch holding fewer than most/2 records then waits up
+// then takes every poll already waiting, up to perBatch records (a poll is
+// never split). A batch holding fewer than perBatch/2 records then waits up
 // to linger for the polls of the fetchers still fetching, and takes them
-// as they come, until it holds most/2, every fetcher has handed in, or
+// as they come, until it holds perBatch/2, every fetcher has handed in, or
 // linger is over: a share group hands out records in pieces when its
 // record locks run short (share.partition.max.record.locks), and every
 // piece written alone costs a whole transaction. linger 0 takes only
 // what is ready. An empty batch (and no error) means nothing arrived in
 // time, or that the source is exhausted after stop. Errors of polls come
 // back with the records that came with them.
-func (s *shareSource) next(ctx context.Context, timeout time.Duration, most int, linger time.Duration) (*batch, error) {
+func (s *shareSource) next(ctx context.Context, timeout time.Duration, perBatch int, linger time.Duration) (*batch, error) {
 	b := &batch{}
 	var errs []error
 	take := func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		for len(s.waiting) > 0 && (b.len() == 0 || b.len()+len(s.waiting[0].recs) <= most) {
+		for len(s.waiting) > 0 && (b.len() == 0 || b.len()+len(s.waiting[0].recs) <= perBatch) {
 			p := s.waiting[0]
 			s.waiting = s.waiting[1:]
 			if p.err != nil {
@@ -221,10 +221,10 @@ func (s *shareSource) next(ctx context.Context, timeout time.Duration, most int,
 		}
 		take()
 	}
-	if linger > 0 && len(errs) == 0 && b.len() < most/2 && len(b.polls) < len(s.fetchers) {
+	if linger > 0 && len(errs) == 0 && b.len() < perBatch/2 && len(b.polls) < len(s.fetchers) {
 		l := time.NewTimer(linger)
 		defer l.Stop()
-		for b.len() < most/2 && len(b.polls) < len(s.fetchers) && len(errs) == 0 {
+		for b.len() < perBatch/2 && len(b.polls) < len(s.fetchers) && len(errs) == 0 {
 			select {
 			case <-s.arrived:
 				take()
