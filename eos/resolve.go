@@ -102,20 +102,35 @@ func (l *Ledger) judge(ctx context.Context, c ClaimInfo) (commit bool, evidence 
 	if len(topics) == 0 {
 		return false, "", fmt.Errorf("%w: the claim names no output topics and none are configured", errUndecided)
 	}
-	cl, err := kgo.NewClient(l.cfg.ClientOpts...)
+	from := c.At - l.cfg.ResolveSlack.Milliseconds()
+	with, err := l.outputVerdicts(ctx, c, topics, from)
 	if err != nil {
 		return false, "", err
 	}
+	who := fmt.Sprintf("producer %d epoch %d (%s)", c.ProducerID, c.Epoch, c.TxnID)
+	if len(with) == 0 {
+		return false, "", fmt.Errorf("%w: no record of %s in %v since %s", errUndecided, who, topics, time.UnixMilli(from).UTC().Format(time.RFC3339))
+	}
+	return agreedOutcome(who, with)
+}
+
+// outputVerdicts reads every partition of topics from the first offset at
+// or after time from (milliseconds) and returns the verdicts of those that
+// hold records of c's transaction, sorted by topic and partition.
+func (l *Ledger) outputVerdicts(ctx context.Context, c ClaimInfo, topics []string, from int64) ([]*partVerdict, error) {
+	cl, err := kgo.NewClient(l.cfg.ClientOpts...)
+	if err != nil {
+		return nil, err
+	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	from := c.At - l.cfg.ResolveSlack.Milliseconds()
 	starts, err := adm.ListOffsetsAfterMilli(ctx, from, topics...)
 	if err != nil {
-		return false, "", fmt.Errorf("listing offsets of %v at %s: %w", topics, time.UnixMilli(from).UTC().Format(time.RFC3339), err)
+		return nil, fmt.Errorf("listing offsets of %v at %s: %w", topics, time.UnixMilli(from).UTC().Format(time.RFC3339), err)
 	}
 	ends, err := adm.ListEndOffsets(ctx, topics...)
 	if err != nil {
-		return false, "", fmt.Errorf("listing end offsets of %v: %w", topics, err)
+		return nil, fmt.Errorf("listing end offsets of %v: %w", topics, err)
 	}
 	assign := map[string]map[int32]kgo.Offset{}
 	states := map[string]map[int32]*partVerdict{}
@@ -134,7 +149,7 @@ func (l *Ledger) judge(ctx context.Context, c ClaimInfo) (commit bool, evidence 
 	})
 	if remaining > 0 {
 		if err := l.scanOutputs(ctx, c, assign, states, ends, &remaining); err != nil {
-			return false, "", err
+			return nil, err
 		}
 	}
 	var with []*partVerdict
@@ -148,10 +163,13 @@ func (l *Ledger) judge(ctx context.Context, c ClaimInfo) (commit bool, evidence 
 	sort.Slice(with, func(i, j int) bool {
 		return with[i].topic < with[j].topic || with[i].topic == with[j].topic && with[i].partition < with[j].partition
 	})
-	who := fmt.Sprintf("producer %d epoch %d (%s)", c.ProducerID, c.Epoch, c.TxnID)
-	if len(with) == 0 {
-		return false, "", fmt.Errorf("%w: no record of %s in %v since %s", errUndecided, who, topics, time.UnixMilli(from).UTC().Format(time.RFC3339))
-	}
+	return with, nil
+}
+
+// agreedOutcome is the outcome of the transaction of who (judge's rule)
+// from the verdicts of the partitions holding its records: established
+// only when every one has closed it and all agree.
+func agreedOutcome(who string, with []*partVerdict) (commit bool, evidence string, err error) {
 	var open, commits, aborts []string
 	for _, v := range with {
 		switch v.marker {
