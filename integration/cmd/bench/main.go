@@ -452,6 +452,29 @@ func run(ctx context.Context, opts options) (err error) {
 			return err
 		}
 	}
+	if err := b.throughputTables(ctx, &res); err != nil {
+		return err
+	}
+	if opts.scaling {
+		sc, err := b.scaling(ctx)
+		if err != nil {
+			return fmt.Errorf("scaling: %w", err)
+		}
+		res.Scaling = sc
+		printScaling(os.Stdout, sc)
+	}
+	if opts.latency {
+		if err := b.latencyTable(ctx, &res); err != nil {
+			return err
+		}
+	}
+	return finish(opts, res, began)
+}
+
+// throughputTables measures and prints the throughput table of each size,
+// then relay-eos against classic-eos at each of -classic-workers, into res.
+func (b *bench) throughputTables(ctx context.Context, res *results) error {
+	opts := b.opts
 	for _, size := range opts.sizes {
 		sr, err := b.throughput(ctx, size)
 		if err != nil {
@@ -471,24 +494,26 @@ func run(ctx context.Context, opts options) (err error) {
 		res.Classic = append(res.Classic, cr)
 	}
 	printClassic(os.Stdout, res.Classic)
-	if opts.scaling {
-		sc, err := b.scaling(ctx)
-		if err != nil {
-			return fmt.Errorf("scaling: %w", err)
-		}
-		res.Scaling = sc
-		printScaling(os.Stdout, sc)
+	return nil
+}
+
+// latencyTable measures the latency rounds on the first size and prints
+// their medians, into res.
+func (b *bench) latencyTable(ctx context.Context, res *results) error {
+	rounds, err := b.latencyRounds(ctx, b.opts.sizes[0])
+	if err != nil {
+		return err
 	}
-	if opts.latency {
-		rounds, err := b.latencyRounds(ctx, opts.sizes[0])
-		if err != nil {
-			return err
-		}
-		res.LatencyRounds = rounds
-		res.Latency = latencyMedians(rounds, func(r latencyRound) []latencyResult { return r.Now })
-		res.LatencyBaseline = latencyMedians(rounds, func(r latencyRound) []latencyResult { return r.Baseline })
-		printLatency(os.Stdout, res)
-	}
+	res.LatencyRounds = rounds
+	res.Latency = latencyMedians(rounds, func(r latencyRound) []latencyResult { return r.Now })
+	res.LatencyBaseline = latencyMedians(rounds, func(r latencyRound) []latencyResult { return r.Baseline })
+	printLatency(os.Stdout, *res)
+	return nil
+}
+
+// finish prints the summary and the goals, and writes res to -json; began
+// is when the run began.
+func finish(opts options, res results, began time.Time) error {
 	res.EOSOverALO = printSummary(os.Stdout, res.Throughput)
 	res.Goals = goals(res)
 	printGoals(os.Stdout, res.Goals)
