@@ -71,54 +71,20 @@ func read(ctx context.Context, opts []kgo.Opt, committed bool, topics []string) 
 // it, control records (transaction markers) included. onEnds, if set, sees
 // the snapshot first.
 func scan(ctx context.Context, opts []kgo.Opt, committed bool, topics []string, onEnds func(kadm.ListedOffsets), onRecord func(*kgo.Record)) error {
-	admCl, err := kgo.NewClient(opts...)
+	ends, err := snapshotEnds(ctx, opts, committed, topics)
 	if err != nil {
-		return fmt.Errorf("audit: creating client: %w", err)
-	}
-	adm := kadm.NewClient(admCl)
-	var ends kadm.ListedOffsets
-	if committed {
-		ends, err = adm.ListCommittedOffsets(ctx, topics...)
-	} else {
-		ends, err = adm.ListEndOffsets(ctx, topics...)
-	}
-	admCl.Close()
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		return fmt.Errorf("audit: listing end offsets of %v: %w", topics, err)
+		return err
 	}
 	if onEnds != nil {
 		onEnds(ends)
 	}
-	want := make(map[string]map[int32]kgo.Offset)
-	remaining := 0
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset <= 0 {
-			return
-		}
-		if want[o.Topic] == nil {
-			want[o.Topic] = make(map[int32]kgo.Offset)
-		}
-		want[o.Topic][o.Partition] = kgo.NewOffset().AtStart()
-		remaining++
-	})
+	want, remaining := nonEmptyFromStart(ends)
 	if remaining == 0 {
 		return nil
 	}
-	iso := kgo.ReadUncommitted()
-	if committed {
-		iso = kgo.ReadCommitted()
-	}
-	cl, err := kgo.NewClient(append(append([]kgo.Opt{}, opts...),
-		kgo.ConsumePartitions(want),
-		kgo.FetchIsolationLevel(iso),
-		kgo.KeepControlRecords(),
-		kgo.FetchMaxWait(500*time.Millisecond),
-	)...)
+	cl, err := newScanConsumer(opts, committed, want)
 	if err != nil {
-		return fmt.Errorf("audit: creating consumer: %w", err)
+		return err
 	}
 	defer cl.Close()
 	done := make(map[string]map[int32]bool)
@@ -152,4 +118,65 @@ func scan(ctx context.Context, opts []kgo.Opt, committed bool, topics []string, 
 		})
 	}
 	return nil
+}
+
+// snapshotEnds lists the topics' ends: the last stable offsets when
+// committed, the high watermarks otherwise.
+func snapshotEnds(ctx context.Context, opts []kgo.Opt, committed bool, topics []string) (kadm.ListedOffsets, error) {
+	admCl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("audit: creating client: %w", err)
+	}
+	adm := kadm.NewClient(admCl)
+	var ends kadm.ListedOffsets
+	if committed {
+		ends, err = adm.ListCommittedOffsets(ctx, topics...)
+	} else {
+		ends, err = adm.ListEndOffsets(ctx, topics...)
+	}
+	admCl.Close()
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("audit: listing end offsets of %v: %w", topics, err)
+	}
+	return ends, nil
+}
+
+// nonEmptyFromStart returns the partitions of ends that have records below
+// their end, each to be consumed from its start, and how many there are.
+func nonEmptyFromStart(ends kadm.ListedOffsets) (map[string]map[int32]kgo.Offset, int) {
+	want := make(map[string]map[int32]kgo.Offset)
+	remaining := 0
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset <= 0 {
+			return
+		}
+		if want[o.Topic] == nil {
+			want[o.Topic] = make(map[int32]kgo.Offset)
+		}
+		want[o.Topic][o.Partition] = kgo.NewOffset().AtStart()
+		remaining++
+	})
+	return want, remaining
+}
+
+// newScanConsumer returns a client consuming the partitions of want with
+// the isolation level committed asks for, control records kept.
+func newScanConsumer(opts []kgo.Opt, committed bool, want map[string]map[int32]kgo.Offset) (*kgo.Client, error) {
+	iso := kgo.ReadUncommitted()
+	if committed {
+		iso = kgo.ReadCommitted()
+	}
+	cl, err := kgo.NewClient(append(append([]kgo.Opt{}, opts...),
+		kgo.ConsumePartitions(want),
+		kgo.FetchIsolationLevel(iso),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(500*time.Millisecond),
+	)...)
+	if err != nil {
+		return nil, fmt.Errorf("audit: creating consumer: %w", err)
+	}
+	return cl, nil
 }

@@ -73,90 +73,17 @@ type trackedClaim struct {
 // E belongs to a transaction whose markers carry E+1; a later epoch of its
 // producer in the partition first means the marker was lost.
 func ReadLedger(ctx context.Context, opts []kgo.Opt, topic string, gen int64) (*LedgerReport, error) {
-	rep := &LedgerReport{}
-	type pk struct {
-		p   int32
-		pid int64
+	lc := &ledgerChecker{
+		rep:   &LedgerReport{},
+		gen:   gen,
+		live:  map[ledgerProducer][]*trackedClaim{},
+		byPos: map[ledgerPos]*trackedClaim{},
 	}
-	type pos struct {
-		p int32
-		o int64
-	}
-	live := map[pk][]*trackedClaim{}
-	byPos := map[pos]*trackedClaim{}
-	drop := func(c *trackedClaim, p int32) { delete(byPos, pos{p, c.offset}) }
-	err := scan(ctx, opts, false, []string{topic}, nil, func(r *kgo.Record) {
-		k := pk{r.Partition, r.ProducerID}
-		if r.Attrs.IsControl() {
-			if len(r.Key) < 4 {
-				return
-			}
-			var keep []*trackedClaim
-			for _, c := range live[k] {
-				switch {
-				case int32(r.ProducerEpoch) == int32(c.epoch)+1:
-					drop(c, r.Partition)
-				case int32(r.ProducerEpoch) > int32(c.epoch)+1:
-					c.orphan = true
-					rep.Orphaned++
-				default:
-					keep = append(keep, c)
-				}
-			}
-			live[k] = keep
-			return
-		}
-		for _, h := range r.Headers {
-			if h.Key == ledgerKindHeader && string(h.Value) == ledgerKindResolved {
-				var res ledgerResolution
-				if json.Unmarshal(r.Value, &res) != nil {
-					return
-				}
-				for _, cp := range res.Claims {
-					c := byPos[pos{cp.Partition, cp.Offset}]
-					if c == nil {
-						continue
-					}
-					drop(c, cp.Partition)
-					if res.Commit {
-						rep.SettledCommitted++
-					} else {
-						rep.SettledAborted++
-					}
-				}
-				return
-			}
-		}
-		var cl ledgerClaim
-		if json.Unmarshal(r.Value, &cl) != nil || cl.Gen != gen {
-			return
-		}
-		rep.Claims++
-		var keep []*trackedClaim
-		for _, c := range live[k] {
-			if c.epoch < r.ProducerEpoch {
-				c.orphan = true
-				rep.Orphaned++
-			} else {
-				keep = append(keep, c)
-			}
-		}
-		rs := ""
-		for i, rg := range cl.Ranges {
-			if i > 0 {
-				rs += ","
-			}
-			rs += fmt.Sprintf("%d-%d", rg.First, rg.Last)
-		}
-		c := &trackedClaim{offset: r.Offset, epoch: r.ProducerEpoch,
-			desc: fmt.Sprintf("%s[%d] %s: producer %d epoch %d (%s), ledger %d/%d", cl.Topic, cl.Partition, rs, r.ProducerID, r.ProducerEpoch, cl.TxnID, r.Partition, r.Offset)}
-		live[k] = append(keep, c)
-		byPos[pos{r.Partition, r.Offset}] = c
-	})
-	if err != nil {
+	if err := scan(ctx, opts, false, []string{topic}, nil, lc.record); err != nil {
 		return nil, err
 	}
-	for _, c := range byPos {
+	rep := lc.rep
+	for _, c := range lc.byPos {
 		if c.orphan {
 			rep.Unsettled = append(rep.Unsettled, c.desc)
 		} else {
@@ -165,4 +92,118 @@ func ReadLedger(ctx context.Context, opts []kgo.Opt, topic string, gen int64) (*
 	}
 	sort.Strings(rep.Unsettled)
 	return rep, nil
+}
+
+// ledgerProducer is a producer in one ledger partition.
+type ledgerProducer struct {
+	p   int32
+	pid int64
+}
+
+// ledgerPos is a record's position in the ledger.
+type ledgerPos struct {
+	p int32
+	o int64
+}
+
+// ledgerChecker follows the ledger's claims, markers and resolutions, in
+// the order ReadLedger scans them.
+type ledgerChecker struct {
+	rep *LedgerReport
+	gen int64
+	// live: per producer, its claims still awaiting their marker; byPos:
+	// every claim neither committed, aborted nor settled yet.
+	live  map[ledgerProducer][]*trackedClaim
+	byPos map[ledgerPos]*trackedClaim
+}
+
+// record follows one ledger record: a marker, a resolution or a claim.
+func (lc *ledgerChecker) record(r *kgo.Record) {
+	if r.Attrs.IsControl() {
+		lc.marker(r)
+		return
+	}
+	for _, h := range r.Headers {
+		if h.Key == ledgerKindHeader && string(h.Value) == ledgerKindResolved {
+			lc.resolution(r)
+			return
+		}
+	}
+	lc.claim(r)
+}
+
+// drop forgets claim c of ledger partition p: it is resolved.
+func (lc *ledgerChecker) drop(c *trackedClaim, p int32) { delete(lc.byPos, ledgerPos{p, c.offset}) }
+
+// marker follows a transaction marker: it resolves its producer's claims
+// of the epoch before it and orphans those of older epochs.
+func (lc *ledgerChecker) marker(r *kgo.Record) {
+	if len(r.Key) < 4 {
+		return
+	}
+	k := ledgerProducer{r.Partition, r.ProducerID}
+	var keep []*trackedClaim
+	for _, c := range lc.live[k] {
+		switch {
+		case int32(r.ProducerEpoch) == int32(c.epoch)+1:
+			lc.drop(c, r.Partition)
+		case int32(r.ProducerEpoch) > int32(c.epoch)+1:
+			c.orphan = true
+			lc.rep.Orphaned++
+		default:
+			keep = append(keep, c)
+		}
+	}
+	lc.live[k] = keep
+}
+
+// resolution follows a resolution record: it settles the claims it names.
+func (lc *ledgerChecker) resolution(r *kgo.Record) {
+	var res ledgerResolution
+	if json.Unmarshal(r.Value, &res) != nil {
+		return
+	}
+	for _, cp := range res.Claims {
+		c := lc.byPos[ledgerPos{cp.Partition, cp.Offset}]
+		if c == nil {
+			continue
+		}
+		lc.drop(c, cp.Partition)
+		if res.Commit {
+			lc.rep.SettledCommitted++
+		} else {
+			lc.rep.SettledAborted++
+		}
+	}
+}
+
+// claim follows a claim of generation lc.gen: a later epoch of its producer
+// orphans the producer's claims of older epochs still awaiting a marker.
+func (lc *ledgerChecker) claim(r *kgo.Record) {
+	var cl ledgerClaim
+	if json.Unmarshal(r.Value, &cl) != nil || cl.Gen != lc.gen {
+		return
+	}
+	lc.rep.Claims++
+	k := ledgerProducer{r.Partition, r.ProducerID}
+	var keep []*trackedClaim
+	for _, c := range lc.live[k] {
+		if c.epoch < r.ProducerEpoch {
+			c.orphan = true
+			lc.rep.Orphaned++
+		} else {
+			keep = append(keep, c)
+		}
+	}
+	rs := ""
+	for i, rg := range cl.Ranges {
+		if i > 0 {
+			rs += ","
+		}
+		rs += fmt.Sprintf("%d-%d", rg.First, rg.Last)
+	}
+	c := &trackedClaim{offset: r.Offset, epoch: r.ProducerEpoch,
+		desc: fmt.Sprintf("%s[%d] %s: producer %d epoch %d (%s), ledger %d/%d", cl.Topic, cl.Partition, rs, r.ProducerID, r.ProducerEpoch, cl.TxnID, r.Partition, r.Offset)}
+	lc.live[k] = append(keep, c)
+	lc.byPos[ledgerPos{r.Partition, r.Offset}] = c
 }

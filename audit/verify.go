@@ -198,50 +198,10 @@ func Verify(ctx context.Context, cfg VerifyConfig) (*Report, error) {
 	if cfg.AtMostOnce {
 		r.Check = "at most once per source record (the pipeline filters)"
 	}
-	var unlabelled, foreign int
-	replays := map[lineage.Source]*replayed{}
-	tally := func(dlq bool) func(*kgo.Record) {
-		return func(rec *kgo.Record) {
-			if rec.Attrs.IsControl() {
-				return
-			}
-			r.OutputRecords++
-			s, ok := lineage.SourceOf(rec)
-			if !ok {
-				unlabelled++
-				return
-			}
-			p := src.parts[topicPartition{s.Topic, s.Partition}]
-			switch {
-			case p == nil && s.Topic == cfg.DeadLetter:
-				r.countReplay(replays, rec, s, dlq) // written by relay dlq replay
-			case p == nil:
-				foreign++
-			case !p.count(s.Offset, dlq):
-				p.outside(s.Offset)
-			case !dlq:
-				if i, n, ok := lineage.IndexOf(rec); !ok || n > 1 {
-					p.fanOut(s.Offset, i, n, ok)
-				}
-			}
-		}
-	}
-	if err := scan(ctx, cfg.ClientOpts, true, cfg.Outputs, nil, tally(false)); err != nil {
+	out := &outputCounter{r: r, src: src, deadLetter: cfg.DeadLetter, replays: map[lineage.Source]*replayed{}}
+	if err := r.readOutputs(ctx, cfg, out); err != nil {
 		return nil, err
 	}
-	if err := scan(ctx, cfg.ClientOpts, true, []string{cfg.DeadLetter}, nil, tally(true)); err != nil {
-		return nil, err
-	}
-	uncommitted := 0
-	if err := scan(ctx, cfg.ClientOpts, false, append(append([]string{}, cfg.Outputs...), cfg.DeadLetter), nil, func(rec *kgo.Record) {
-		if !rec.Attrs.IsControl() {
-			uncommitted++
-		}
-	}); err != nil {
-		return nil, err
-	}
-	r.AbortedRecords = uncommitted - r.OutputRecords
-	r.Unlabelled = unlabelled
 	// Source ends again, now: an output whose source offset is past even
 	// these never had a source record (unexpected); one between the two
 	// snapshots came from a record appended while we read.
@@ -249,84 +209,189 @@ func Verify(ctx context.Context, cfg VerifyConfig) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	var lag map[string]map[int32]int64
-	if cfg.Group != "" {
-		cl, err := kgo.NewClient(cfg.ClientOpts...)
-		if err != nil {
-			return nil, fmt.Errorf("audit: %w", err)
-		}
-		lag, err = ShareGroupLag(ctx, kadm.NewClient(cl), cfg.Group, cfg.Sources...)
-		cl.Close()
-		if err != nil {
-			return nil, err
-		}
+	lag, err := verifyLag(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
 
 	for _, tp := range src.order {
-		p := src.parts[tp]
-		pr := PartitionReport{Topic: tp.topic, Partition: tp.partition, Lag: lag[tp.topic][tp.partition]}
-		for i := range p.counts {
-			o := p.start + int64(i)
-			no, nd := p.outputs(i), p.deadLetters(i)
-			if !p.isRecord(i) {
-				if no+nd > 0 {
-					pr.Unexpected++ // an output of an offset that is no record
-				}
-				continue
-			}
-			pr.Sources++
-			if p.fan != nil && p.fan[i].n != 0 {
-				// A fan-out: exactly its count of outputs, each index
-				// once.
-				f := p.fan[i]
-				switch {
-				case f.n < 0 || f.seen > uint32(f.n) || f.seen == uint32(f.n) && f.xor != fanXor(int(f.n)):
-					no = 2 // counted duplicated below
-				case f.seen < uint32(f.n):
-					pr.Incomplete++
-					if len(pr.IncompleteSample) < sampleMax {
-						pr.IncompleteSample = append(pr.IncompleteSample, o)
-					}
-					no = 1
-				default:
-					no = 1
-				}
-			}
-			if no > 0 {
-				pr.Output++
-			}
-			if nd > 0 {
-				pr.DeadLettered++
-			}
-			switch {
-			case no == 0 && nd == 0 && cfg.AtMostOnce:
-				pr.Filtered++
-			case no == 0 && nd == 0:
-				pr.Lost++
-				if len(pr.LostSample) < sampleMax {
-					pr.LostSample = append(pr.LostSample, o)
-				}
-			}
-			if no > 1 || nd > 1 {
-				pr.Duplicated++
-				if len(pr.DuplicatedSample) < sampleMax {
-					pr.DuplicatedSample = append(pr.DuplicatedSample, o)
-				}
-			}
-			if no > 0 && nd > 0 {
-				pr.Both++
-			}
-		}
-		pr.Unexpected += p.before
-		for _, o := range p.beyond {
-			if o < later[tp] {
-				r.BeyondSnapshot++
-			} else {
-				pr.Unexpected++
-			}
-		}
-		r.Partitions = append(r.Partitions, pr)
+		r.judgePartition(tp, src.parts[tp], lag[tp.topic][tp.partition], later[tp], cfg.AtMostOnce)
 	}
+	r.sumTotal(out.foreign)
+	r.judgeReplays(out.replays)
+	r.Exact = r.isExact()
+	if cfg.Ledger != "" {
+		if r.Ledger, err = ReadLedger(ctx, cfg.ClientOpts, cfg.Ledger, cfg.Generation); err != nil {
+			return nil, err
+		}
+	}
+	r.Elapsed = time.Since(start).Round(time.Millisecond).String()
+	return r, nil
+}
+
+// outputCounter counts the output and dead-letter records Verify reads
+// against the source offsets their sharerelay.source.* headers name.
+type outputCounter struct {
+	r          *Report
+	src        *sources
+	deadLetter string
+	// unlabelled: records without sharerelay.source.* headers; foreign:
+	// records naming a partition that is neither a source nor the
+	// dead-letter topic.
+	unlabelled, foreign int
+	// replays: records naming a dead letter (written by relay dlq replay).
+	replays map[lineage.Source]*replayed
+}
+
+// counter returns the scan callback that counts an output record (dlq
+// false) or a dead letter (dlq true).
+func (c *outputCounter) counter(dlq bool) func(*kgo.Record) {
+	return func(rec *kgo.Record) {
+		if rec.Attrs.IsControl() {
+			return
+		}
+		c.r.OutputRecords++
+		s, ok := lineage.SourceOf(rec)
+		if !ok {
+			c.unlabelled++
+			return
+		}
+		p := c.src.parts[topicPartition{s.Topic, s.Partition}]
+		switch {
+		case p == nil && s.Topic == c.deadLetter:
+			c.r.countReplay(c.replays, rec, s, dlq) // written by relay dlq replay
+		case p == nil:
+			c.foreign++
+		case !p.count(s.Offset, dlq):
+			p.outside(s.Offset)
+		case !dlq:
+			if i, n, ok := lineage.IndexOf(rec); !ok || n > 1 {
+				p.fanOut(s.Offset, i, n, ok)
+			}
+		}
+	}
+}
+
+// readOutputs reads the outputs, then the dead letters, read_committed into
+// c, then both read_uncommitted to count the aborted records.
+func (r *Report) readOutputs(ctx context.Context, cfg VerifyConfig, c *outputCounter) error {
+	if err := scan(ctx, cfg.ClientOpts, true, cfg.Outputs, nil, c.counter(false)); err != nil {
+		return err
+	}
+	if err := scan(ctx, cfg.ClientOpts, true, []string{cfg.DeadLetter}, nil, c.counter(true)); err != nil {
+		return err
+	}
+	uncommitted := 0
+	if err := scan(ctx, cfg.ClientOpts, false, append(append([]string{}, cfg.Outputs...), cfg.DeadLetter), nil, func(rec *kgo.Record) {
+		if !rec.Attrs.IsControl() {
+			uncommitted++
+		}
+	}); err != nil {
+		return err
+	}
+	r.AbortedRecords = uncommitted - r.OutputRecords
+	r.Unlabelled = c.unlabelled
+	return nil
+}
+
+// verifyLag returns the share group's lag on the sources, or nil when
+// cfg names no group.
+func verifyLag(ctx context.Context, cfg VerifyConfig) (map[string]map[int32]int64, error) {
+	if cfg.Group == "" {
+		return nil, nil
+	}
+	cl, err := kgo.NewClient(cfg.ClientOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	lag, err := ShareGroupLag(ctx, kadm.NewClient(cl), cfg.Group, cfg.Sources...)
+	cl.Close()
+	if err != nil {
+		return nil, err
+	}
+	return lag, nil
+}
+
+// judgePartition judges every offset of source partition tp and appends
+// its report; later is the partition's end after the outputs were read.
+func (r *Report) judgePartition(tp topicPartition, p *sourcePart, lag, later int64, atMostOnce bool) {
+	pr := PartitionReport{Topic: tp.topic, Partition: tp.partition, Lag: lag}
+	for i := range p.counts {
+		pr.judgeOffset(p, i, atMostOnce)
+	}
+	pr.Unexpected += p.before
+	for _, o := range p.beyond {
+		if o < later {
+			r.BeyondSnapshot++
+		} else {
+			pr.Unexpected++
+		}
+	}
+	r.Partitions = append(r.Partitions, pr)
+}
+
+// judgeOffset counts the verdict on offset p.start+i into pr.
+func (pr *PartitionReport) judgeOffset(p *sourcePart, i int, atMostOnce bool) {
+	o := p.start + int64(i)
+	no, nd := p.outputs(i), p.deadLetters(i)
+	if !p.isRecord(i) {
+		if no+nd > 0 {
+			pr.Unexpected++ // an output of an offset that is no record
+		}
+		return
+	}
+	pr.Sources++
+	if p.fan != nil && p.fan[i].n != 0 {
+		no = pr.judgeFanOut(p.fan[i], o)
+	}
+	if no > 0 {
+		pr.Output++
+	}
+	if nd > 0 {
+		pr.DeadLettered++
+	}
+	switch {
+	case no == 0 && nd == 0 && atMostOnce:
+		pr.Filtered++
+	case no == 0 && nd == 0:
+		pr.Lost++
+		if len(pr.LostSample) < sampleMax {
+			pr.LostSample = append(pr.LostSample, o)
+		}
+	}
+	if no > 1 || nd > 1 {
+		pr.Duplicated++
+		if len(pr.DuplicatedSample) < sampleMax {
+			pr.DuplicatedSample = append(pr.DuplicatedSample, o)
+		}
+	}
+	if no > 0 && nd > 0 {
+		pr.Both++
+	}
+}
+
+// judgeFanOut judges the outputs of a fan-out of source offset o: exactly
+// its count of outputs, each index once. It counts an incomplete one into
+// pr and returns the number of outputs to judge the record by: 2 (counted
+// duplicated) or 1.
+func (pr *PartitionReport) judgeFanOut(f fanState, o int64) int {
+	switch {
+	case f.n < 0 || f.seen > uint32(f.n) || f.seen == uint32(f.n) && f.xor != fanXor(int(f.n)):
+		return 2 // counted duplicated by the caller
+	case f.seen < uint32(f.n):
+		pr.Incomplete++
+		if len(pr.IncompleteSample) < sampleMax {
+			pr.IncompleteSample = append(pr.IncompleteSample, o)
+		}
+		return 1
+	default:
+		return 1
+	}
+}
+
+// sumTotal adds the partitions' reports into r.Total, with foreign (the
+// records naming no source partition) as unexpected.
+func (r *Report) sumTotal(foreign int) {
 	tot := &r.Total
 	tot.Topic = "total"
 	tot.Partition = -1
@@ -343,16 +408,14 @@ func Verify(ctx context.Context, cfg VerifyConfig) (*Report, error) {
 		tot.Lag += pr.Lag
 	}
 	tot.Unexpected += foreign
-	r.judgeReplays(replays)
-	r.Exact = tot.Lost == 0 && tot.Duplicated == 0 && tot.Both == 0 && tot.Incomplete == 0 && tot.Unexpected == 0 && tot.Lag == 0 && r.Unlabelled == 0 &&
+}
+
+// isExact says whether the totals and the replays show every source record
+// handled exactly once (or at most once, see Check), and nothing more.
+func (r *Report) isExact() bool {
+	tot := &r.Total
+	return tot.Lost == 0 && tot.Duplicated == 0 && tot.Both == 0 && tot.Incomplete == 0 && tot.Unexpected == 0 && tot.Lag == 0 && r.Unlabelled == 0 &&
 		(r.Replays == nil || r.Replays.Duplicated == 0 && r.Replays.Both == 0)
-	if cfg.Ledger != "" {
-		if r.Ledger, err = ReadLedger(ctx, cfg.ClientOpts, cfg.Ledger, cfg.Generation); err != nil {
-			return nil, err
-		}
-	}
-	r.Elapsed = time.Since(start).Round(time.Millisecond).String()
-	return r, nil
 }
 
 type topicPartition struct {

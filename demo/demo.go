@@ -83,18 +83,7 @@ func Run(ctx context.Context, out io.Writer, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	cluster, err := kfake.NewCluster(
-		kfake.NumBrokers(1),
-		kfake.SeedTopics(Partitions, p.Source.Topics...),
-		kfake.SeedTopics(Partitions, p.Output.Topic),
-		kfake.SeedTopics(1, p.DeadLetter.Topic),
-		// kfake reads only broker-level group.share.* settings (it ignores
-		// per-group share configs). A fast heartbeat spreads the
-		// partitions over all four workers quickly.
-		kfake.BrokerConfigs(map[string]string{
-			"group.share.heartbeat.interval.ms": "200",
-		}),
-	)
+	cluster, err := newCluster(p)
 	if err != nil {
 		return fmt.Errorf("demo: starting kfake: %w", err)
 	}
@@ -130,6 +119,51 @@ func Run(ctx context.Context, out io.Writer, log *slog.Logger) error {
 		return err
 	}
 
+	if err := waitDone(ctx, seeds, adm, p, runErr, log); err != nil {
+		return err
+	}
+	stop()
+	if err := <-runErr; err != nil {
+		return fmt.Errorf("demo: relay: %w", err)
+	}
+	// Final numbers, after the relay has flushed its acknowledgements and
+	// left the group.
+	res, err := measure(ctx, seeds, adm, p)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	fams, _ := reg.Gather()
+	res.Redeliveries = int(sum(fams, "sharerelay_redeliveries_total", ""))
+	res.PerWorker = perLabel(fams, "sharerelay_records_polled_total", "worker")
+	res.Elapsed = time.Since(start)
+	print(out, p, res)
+	if !res.OK(p.Workers) {
+		return errors.New("demo: the numbers are not what BookNest expects")
+	}
+	return nil
+}
+
+// newCluster starts the one-broker kfake cluster with p's source, output
+// and dead-letter topics.
+func newCluster(p *config.Pipeline) (*kfake.Cluster, error) {
+	return kfake.NewCluster(
+		kfake.NumBrokers(1),
+		kfake.SeedTopics(Partitions, p.Source.Topics...),
+		kfake.SeedTopics(Partitions, p.Output.Topic),
+		kfake.SeedTopics(1, p.DeadLetter.Topic),
+		// kfake reads only broker-level group.share.* settings (it ignores
+		// per-group share configs). A fast heartbeat spreads the
+		// partitions over all four workers quickly.
+		kfake.BrokerConfigs(map[string]string{
+			"group.share.heartbeat.interval.ms": "200",
+		}),
+	)
+}
+
+// waitDone measures every 200ms, for up to 60s, until every order is packed
+// or dead-lettered and the share group has no lag; it fails when the relay
+// stops first.
+func waitDone(ctx context.Context, seeds []kgo.Opt, adm *kadm.Client, p *config.Pipeline, runErr <-chan error, log *slog.Logger) error {
 	var res Result
 	deadline := time.NewTimer(60 * time.Second)
 	defer deadline.Stop()
@@ -145,32 +179,15 @@ func Run(ctx context.Context, out io.Writer, log *slog.Logger) error {
 			return ctx.Err()
 		case <-tick.C:
 		}
+		var err error
 		if res, err = measure(ctx, seeds, adm, p); err != nil {
 			log.Debug("measuring", "err", err)
 			continue
 		}
 		if res.Jobs+res.DeadLetters >= Orders && res.Lag == 0 {
-			break
+			return nil
 		}
 	}
-	stop()
-	if err := <-runErr; err != nil {
-		return fmt.Errorf("demo: relay: %w", err)
-	}
-	// Final numbers, after the relay has flushed its acknowledgements and
-	// left the group.
-	if res, err = measure(ctx, seeds, adm, p); err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	fams, _ := reg.Gather()
-	res.Redeliveries = int(sum(fams, "sharerelay_redeliveries_total", ""))
-	res.PerWorker = perLabel(fams, "sharerelay_records_polled_total", "worker")
-	res.Elapsed = time.Since(start)
-	print(out, p, res)
-	if !res.OK(p.Workers) {
-		return errors.New("demo: the numbers are not what BookNest expects")
-	}
-	return nil
 }
 
 func waitMembers(ctx context.Context, adm *kadm.Client, group string, n int, runErr <-chan error) error {

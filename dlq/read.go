@@ -30,50 +30,17 @@ var ErrNoTopic = errors.New("dlq: the dead-letter topic does not exist")
 // stops at fn's first error.
 func read(ctx context.Context, opts []kgo.Opt, topic string, starts map[int32]int64, fn func(*Snapshot, []*kgo.Record) error) (Snapshot, error) {
 	snap := Snapshot{Topic: topic, Ends: map[int32]int64{}}
-	admCl, err := kgo.NewClient(opts...)
+	ends, err := lookUpTopic(ctx, opts, &snap)
 	if err != nil {
-		return snap, fmt.Errorf("dlq: creating client: %w", err)
+		return snap, err
 	}
-	adm := kadm.NewClient(admCl)
-	td, err := adm.ListTopics(ctx, topic)
-	var ends kadm.ListedOffsets
-	if err == nil {
-		if d, ok := td[topic]; !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
-			err = fmt.Errorf("%w: %s", ErrNoTopic, topic)
-		} else if err = d.Err; err == nil {
-			snap.TopicID = d.ID
-			ends, err = adm.ListCommittedOffsets(ctx, topic)
-			if err == nil {
-				err = ends.Error()
-			}
-		}
-	}
-	admCl.Close()
-	if err != nil {
-		return snap, fmt.Errorf("dlq: looking up %s: %w", topic, err)
-	}
-	want := map[int32]kgo.Offset{}
-	ends.Each(func(o kadm.ListedOffset) {
-		snap.Ends[o.Partition] = o.Offset
-		from, named := starts[o.Partition]
-		if starts != nil && !named || from >= o.Offset || o.Offset <= 0 {
-			return
-		}
-		want[o.Partition] = kgo.NewOffset().At(from)
-	})
+	want := snap.partitionsToRead(ends, starts)
 	if len(want) == 0 {
 		return snap, nil
 	}
-	cl, err := kgo.NewClient(append(append([]kgo.Opt{}, opts...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: want}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		// The last offset below the snapshot's end is a transaction
-		// marker: keep them, to see that end.
-		kgo.KeepControlRecords(),
-		kgo.FetchMaxWait(500*time.Millisecond),
-	)...)
+	cl, err := newSnapshotReader(opts, topic, want)
 	if err != nil {
-		return snap, fmt.Errorf("dlq: creating consumer: %w", err)
+		return snap, err
 	}
 	defer cl.Close()
 	for len(want) > 0 {
@@ -110,4 +77,67 @@ func read(ctx context.Context, opts []kgo.Opt, topic string, starts map[int32]in
 		}
 	}
 	return snap, nil
+}
+
+// lookUpTopic sets snap.TopicID and returns the last stable offsets of
+// snap.Topic (ErrNoTopic when it does not exist).
+func lookUpTopic(ctx context.Context, opts []kgo.Opt, snap *Snapshot) (kadm.ListedOffsets, error) {
+	topic := snap.Topic
+	admCl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("dlq: creating client: %w", err)
+	}
+	adm := kadm.NewClient(admCl)
+	td, err := adm.ListTopics(ctx, topic)
+	var ends kadm.ListedOffsets
+	if err == nil {
+		if d, ok := td[topic]; !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+			err = fmt.Errorf("%w: %s", ErrNoTopic, topic)
+		} else if err = d.Err; err == nil {
+			snap.TopicID = d.ID
+			ends, err = adm.ListCommittedOffsets(ctx, topic)
+			if err == nil {
+				err = ends.Error()
+			}
+		}
+	}
+	admCl.Close()
+	if err != nil {
+		return nil, fmt.Errorf("dlq: looking up %s: %w", topic, err)
+	}
+	return ends, nil
+}
+
+// partitionsToRead records ends in snap.Ends and returns where to read
+// each partition with records below its end: from its offset in starts,
+// skipping the partitions starts does not name (from 0 when starts is
+// nil).
+func (snap *Snapshot) partitionsToRead(ends kadm.ListedOffsets, starts map[int32]int64) map[int32]kgo.Offset {
+	want := map[int32]kgo.Offset{}
+	ends.Each(func(o kadm.ListedOffset) {
+		snap.Ends[o.Partition] = o.Offset
+		from, named := starts[o.Partition]
+		if starts != nil && !named || from >= o.Offset || o.Offset <= 0 {
+			return
+		}
+		want[o.Partition] = kgo.NewOffset().At(from)
+	})
+	return want
+}
+
+// newSnapshotReader returns a read_committed consumer of topic's
+// partitions from the offsets in want.
+func newSnapshotReader(opts []kgo.Opt, topic string, want map[int32]kgo.Offset) (*kgo.Client, error) {
+	cl, err := kgo.NewClient(append(append([]kgo.Opt{}, opts...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: want}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// The last offset below the snapshot's end is a transaction
+		// marker: keep them, to see that end.
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(500*time.Millisecond),
+	)...)
+	if err != nil {
+		return nil, fmt.Errorf("dlq: creating consumer: %w", err)
+	}
+	return cl, nil
 }

@@ -188,45 +188,99 @@ func OpenLedger(ctx context.Context, cfg LedgerConfig) (*Ledger, error) {
 		return nil, err
 	}
 
+	snap, err := l.restoreIndex(ctx)
+	if err != nil {
+		return nil, err
+	}
+	assign, ends, err := l.replayFrom(ctx, admCl)
+	if err != nil {
+		return nil, err
+	}
+	rctx, err := l.startReading(assign)
+	if err != nil {
+		return nil, err
+	}
+
+	// Catch up to the end seen at start, so Committed is meaningful from
+	// the first batch on.
+	for p := int32(0); p < cfg.Partitions; p++ {
+		end, _ := ends.Lookup(cfg.Topic, p)
+		if err := l.waitApplied(ctx, Pos{p, end.Offset - 1}); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("eos: catching up with ledger %s[%d]: %w", cfg.Topic, p, err)
+		}
+	}
+	l.logLoaded(snap, start)
+
+	if cfg.SnapshotEvery > 0 {
+		l.wg.Add(1)
+		go l.snapshotLoop(rctx)
+	}
+	return l, nil
+}
+
+// restoreIndex sets l.idx from the latest snapshot of the generation, or
+// to an empty index when there is none (or no snapshot topic); it returns
+// the snapshot, nil for none.
+func (l *Ledger) restoreIndex(ctx context.Context) (*Snapshot, error) {
 	var snap *Snapshot
 	if !l.noSnapshots {
+		var err error
 		if snap, err = l.loadSnapshot(ctx); err != nil {
 			return nil, err
 		}
 	}
 	if snap != nil {
-		l.idx = Restore(snap, cfg.Markers)
+		l.idx = Restore(snap, l.cfg.Markers)
 		if snap.Format < SnapshotFormat {
 			l.log.Warn("snapshot written by an older relay: its pending claims have no epochs and are settled by the resolver",
 				"format", snap.Format, "pending", len(snap.Pending))
 		}
 	} else {
-		l.idx = NewIndex(cfg.Gen, cfg.Markers)
+		l.idx = NewIndex(l.cfg.Gen, l.cfg.Markers)
 	}
+	return snap, nil
+}
+
+// replayFrom returns where the reader starts in each ledger partition (the
+// index's next offset, refused when the ledger's history no longer reaches
+// back to it) and the ledger's ends now, up to which OpenLedger catches up.
+func (l *Ledger) replayFrom(ctx context.Context, admCl *kgo.Client) (map[int32]kgo.Offset, kadm.ListedOffsets, error) {
+	cfg := l.cfg
 	starts, err := retryListing(ctx, admCl, func(adm *kadm.Client) (kadm.ListedOffsets, error) {
 		return adm.ListStartOffsets(ctx, cfg.Topic)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("eos: listing start offsets of %s: %w", cfg.Topic, err)
+		return nil, nil, fmt.Errorf("eos: listing start offsets of %s: %w", cfg.Topic, err)
 	}
 	ends, err := retryListing(ctx, admCl, func(adm *kadm.Client) (kadm.ListedOffsets, error) {
 		return adm.ListEndOffsets(ctx, cfg.Topic)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("eos: listing end offsets of %s: %w", cfg.Topic, err)
+		return nil, nil, fmt.Errorf("eos: listing end offsets of %s: %w", cfg.Topic, err)
 	}
 	assign := make(map[int32]kgo.Offset)
 	for p := int32(0); p < cfg.Partitions; p++ {
 		next := l.idx.Next(p)
 		if so, ok := starts.Lookup(cfg.Topic, p); ok && so.Offset > next {
-			return nil, fmt.Errorf("eos: ledger %s[%d] starts at offset %d but the index needs it from %d: "+
+			return nil, nil, fmt.Errorf("eos: ledger %s[%d] starts at offset %d but the index needs it from %d: "+
 				"its history was deleted before a snapshot covered it; raise ledger.generation to start a fresh ledger generation",
 				cfg.Topic, p, so.Offset, next)
 		}
 		assign[p] = kgo.NewOffset().At(next)
 	}
 	l.StartupStats.SnapshotNext = l.idx.Snapshot().Next
+	return assign, ends, nil
+}
 
+// startReading creates the ledger reader (from assign), the snapshot
+// producer and, unless ReadOnly, the resolution producer, and starts the
+// resolver and the reader goroutines. It returns their context, which
+// l.cancel ends; on error it has closed what it created and started
+// nothing.
+func (l *Ledger) startReading(assign map[int32]kgo.Offset) (context.Context, error) {
+	cfg := l.cfg
+	var err error
 	l.reader, err = kgo.NewClient(append(append([]kgo.Opt{}, cfg.ClientOpts...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: assign}),
 		kgo.FetchIsolationLevel(kgo.ReadUncommitted()),
@@ -257,18 +311,15 @@ func OpenLedger(ctx context.Context, cfg LedgerConfig) (*Ledger, error) {
 	}
 	l.wg.Add(1)
 	go l.read(rctx)
+	return rctx, nil
+}
 
-	// Catch up to the end seen at start, so Committed is meaningful from
-	// the first batch on.
-	for p := int32(0); p < cfg.Partitions; p++ {
-		end, _ := ends.Lookup(cfg.Topic, p)
-		if err := l.waitApplied(ctx, Pos{p, end.Offset - 1}); err != nil {
-			l.Close()
-			return nil, fmt.Errorf("eos: catching up with ledger %s[%d]: %w", cfg.Topic, p, err)
-		}
-	}
+// logLoaded records how many ledger records the startup replayed after
+// snap (nil: from the start) and how long it took since start, and logs
+// the loaded index.
+func (l *Ledger) logLoaded(snap *Snapshot, start time.Time) {
 	l.mu.Lock()
-	for p := int32(0); p < cfg.Partitions; p++ {
+	for p := int32(0); p < l.cfg.Partitions; p++ {
 		if snap != nil {
 			l.StartupStats.RecordsReplayed += l.idx.Next(p) - snap.Next[p]
 		} else {
@@ -278,15 +329,9 @@ func OpenLedger(ctx context.Context, cfg LedgerConfig) (*Ledger, error) {
 	st := l.idx.Stats()
 	l.mu.Unlock()
 	l.StartupStats.Elapsed = time.Since(start)
-	l.log.Info("claim ledger loaded", "generation", cfg.Gen, "snapshot", snap != nil,
+	l.log.Info("claim ledger loaded", "generation", l.cfg.Gen, "snapshot", snap != nil,
 		"replayed", l.StartupStats.RecordsReplayed, "elapsed", l.StartupStats.Elapsed,
 		"source_partitions", st.Partitions, "committed_ranges", st.Ranges, "pending_claims", st.Pending, "orphaned_claims", st.Orphans)
-
-	if cfg.SnapshotEvery > 0 {
-		l.wg.Add(1)
-		go l.snapshotLoop(rctx)
-	}
-	return l, nil
 }
 
 // Close stops the reader and the snapshot writer.

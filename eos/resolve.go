@@ -102,20 +102,35 @@ func (l *Ledger) judge(ctx context.Context, c ClaimInfo) (commit bool, evidence 
 	if len(topics) == 0 {
 		return false, "", fmt.Errorf("%w: the claim names no output topics and none are configured", errUndecided)
 	}
-	cl, err := kgo.NewClient(l.cfg.ClientOpts...)
+	from := c.At - l.cfg.ResolveSlack.Milliseconds()
+	with, err := l.outputVerdicts(ctx, c, topics, from)
 	if err != nil {
 		return false, "", err
 	}
+	who := fmt.Sprintf("producer %d epoch %d (%s)", c.ProducerID, c.Epoch, c.TxnID)
+	if len(with) == 0 {
+		return false, "", fmt.Errorf("%w: no record of %s in %v since %s", errUndecided, who, topics, time.UnixMilli(from).UTC().Format(time.RFC3339))
+	}
+	return agreedOutcome(who, with)
+}
+
+// outputVerdicts reads every partition of topics from the first offset at
+// or after time from (milliseconds) and returns the verdicts of those that
+// hold records of c's transaction, sorted by topic and partition.
+func (l *Ledger) outputVerdicts(ctx context.Context, c ClaimInfo, topics []string, from int64) ([]*partVerdict, error) {
+	cl, err := kgo.NewClient(l.cfg.ClientOpts...)
+	if err != nil {
+		return nil, err
+	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	from := c.At - l.cfg.ResolveSlack.Milliseconds()
 	starts, err := adm.ListOffsetsAfterMilli(ctx, from, topics...)
 	if err != nil {
-		return false, "", fmt.Errorf("listing offsets of %v at %s: %w", topics, time.UnixMilli(from).UTC().Format(time.RFC3339), err)
+		return nil, fmt.Errorf("listing offsets of %v at %s: %w", topics, time.UnixMilli(from).UTC().Format(time.RFC3339), err)
 	}
 	ends, err := adm.ListEndOffsets(ctx, topics...)
 	if err != nil {
-		return false, "", fmt.Errorf("listing end offsets of %v: %w", topics, err)
+		return nil, fmt.Errorf("listing end offsets of %v: %w", topics, err)
 	}
 	assign := map[string]map[int32]kgo.Offset{}
 	states := map[string]map[int32]*partVerdict{}
@@ -134,7 +149,7 @@ func (l *Ledger) judge(ctx context.Context, c ClaimInfo) (commit bool, evidence 
 	})
 	if remaining > 0 {
 		if err := l.scanOutputs(ctx, c, assign, states, ends, &remaining); err != nil {
-			return false, "", err
+			return nil, err
 		}
 	}
 	var with []*partVerdict
@@ -148,10 +163,13 @@ func (l *Ledger) judge(ctx context.Context, c ClaimInfo) (commit bool, evidence 
 	sort.Slice(with, func(i, j int) bool {
 		return with[i].topic < with[j].topic || with[i].topic == with[j].topic && with[i].partition < with[j].partition
 	})
-	who := fmt.Sprintf("producer %d epoch %d (%s)", c.ProducerID, c.Epoch, c.TxnID)
-	if len(with) == 0 {
-		return false, "", fmt.Errorf("%w: no record of %s in %v since %s", errUndecided, who, topics, time.UnixMilli(from).UTC().Format(time.RFC3339))
-	}
+	return with, nil
+}
+
+// agreedOutcome is the outcome of the transaction of who (judge's rule)
+// from the verdicts of the partitions holding its records: established
+// only when every one has closed it and all agree.
+func agreedOutcome(who string, with []*partVerdict) (commit bool, evidence string, err error) {
 	var open, commits, aborts []string
 	for _, v := range with {
 		switch v.marker {
@@ -305,12 +323,7 @@ func (l *Ledger) reread(ctx context.Context, c ClaimInfo) (ClaimInfo, error) {
 // when its reason changes.
 func (l *Ledger) resolveLoop(ctx context.Context) {
 	defer l.wg.Done()
-	type attempt struct {
-		next   time.Time
-		tries  int
-		reason string
-	}
-	attempts := map[Pos]*attempt{}
+	attempts := map[Pos]*resolveAttempt{}
 	tick := time.NewTicker(l.cfg.ResolveEvery)
 	defer tick.Stop()
 	for {
@@ -320,16 +333,7 @@ func (l *Ledger) resolveLoop(ctx context.Context) {
 		case <-tick.C:
 		case <-l.resolveKick:
 		}
-		l.mu.Lock()
-		cands := l.idx.Orphans()
-		for pos := range l.stale {
-			if info, ok := l.idx.Claim(pos); ok {
-				cands = append(cands, info)
-			} else {
-				delete(l.stale, pos)
-			}
-		}
-		l.mu.Unlock()
+		cands := l.resolveCandidates()
 		tracked := map[Pos]bool{}
 		seen := map[producerKey]map[int16]bool{}
 		for _, c := range cands {
@@ -344,37 +348,19 @@ func (l *Ledger) resolveLoop(ctx context.Context) {
 			seen[pk][c.Epoch] = true
 			a := attempts[c.Pos]
 			if a == nil {
-				a = &attempt{}
+				a = &resolveAttempt{}
 				attempts[c.Pos] = a
 			}
 			if time.Now().Before(a.next) {
 				continue
 			}
-			jctx, cancel := context.WithTimeout(ctx, l.cfg.ResolveTimeout)
-			commit, evidence, err := l.judge(jctx, c)
-			cancel()
-			if ctx.Err() != nil {
+			settled, stop := l.tryResolve(ctx, c, a)
+			if stop {
 				return
 			}
-			if err != nil {
-				a.tries++
-				a.next = time.Now().Add(min(time.Duration(a.tries)*l.cfg.ResolveEvery, 30*time.Second))
-				if reason := err.Error(); reason != a.reason || a.tries%20 == 0 {
-					a.reason = reason
-					l.log.Warn("claim outcome not established yet; its records stay blocked",
-						"claim", c.Pos, "producer_id", c.ProducerID, "epoch", c.Epoch, "transactional_id", c.TxnID,
-						"source", fmt.Sprintf("%s[%d]", c.Key.Topic, c.Key.Partition), "ranges", fmtRanges(c.Ranges),
-						"orphan", c.Orphan, "tries", a.tries, "reason", reason)
-				}
-				continue
+			if settled {
+				delete(attempts, c.Pos)
 			}
-			if err := l.writeResolution(ctx, c, commit, evidence); err != nil {
-				a.tries++
-				a.next = time.Now().Add(l.cfg.ResolveEvery)
-				l.log.Warn("writing a claim resolution", "claim", c.Pos, "err", err)
-				continue
-			}
-			delete(attempts, c.Pos)
 		}
 		for pos := range attempts {
 			if !tracked[pos] {
@@ -385,6 +371,64 @@ func (l *Ledger) resolveLoop(ctx context.Context) {
 		l.unsettled = len(attempts)
 		l.mu.Unlock()
 	}
+}
+
+// resolveAttempt is what the resolver keeps of its attempts at one claim:
+// when to try next, how often it tried, and the last reason it failed.
+type resolveAttempt struct {
+	next   time.Time
+	tries  int
+	reason string
+}
+
+// resolveCandidates returns the claims for the resolver: the index's
+// orphans and the stale claims it still tracks; stale claims it no longer
+// tracks are forgotten.
+func (l *Ledger) resolveCandidates() []ClaimInfo {
+	l.mu.Lock()
+	cands := l.idx.Orphans()
+	for pos := range l.stale {
+		if info, ok := l.idx.Claim(pos); ok {
+			cands = append(cands, info)
+		} else {
+			delete(l.stale, pos)
+		}
+	}
+	l.mu.Unlock()
+	return cands
+}
+
+// tryResolve makes one attempt at settling claim c: it judges c's
+// transaction (within ResolveTimeout) and writes the resolution. settled
+// reports the resolution written (or no longer needed); on failure a is
+// given its next try, and the reason logged when it changed. stop reports
+// that ctx ended while judging: the resolver is closing.
+func (l *Ledger) tryResolve(ctx context.Context, c ClaimInfo, a *resolveAttempt) (settled, stop bool) {
+	jctx, cancel := context.WithTimeout(ctx, l.cfg.ResolveTimeout)
+	commit, evidence, err := l.judge(jctx, c)
+	cancel()
+	if ctx.Err() != nil {
+		return false, true
+	}
+	if err != nil {
+		a.tries++
+		a.next = time.Now().Add(min(time.Duration(a.tries)*l.cfg.ResolveEvery, 30*time.Second))
+		if reason := err.Error(); reason != a.reason || a.tries%20 == 0 {
+			a.reason = reason
+			l.log.Warn("claim outcome not established yet; its records stay blocked",
+				"claim", c.Pos, "producer_id", c.ProducerID, "epoch", c.Epoch, "transactional_id", c.TxnID,
+				"source", fmt.Sprintf("%s[%d]", c.Key.Topic, c.Key.Partition), "ranges", fmtRanges(c.Ranges),
+				"orphan", c.Orphan, "tries", a.tries, "reason", reason)
+		}
+		return false, false
+	}
+	if err := l.writeResolution(ctx, c, commit, evidence); err != nil {
+		a.tries++
+		a.next = time.Now().Add(l.cfg.ResolveEvery)
+		l.log.Warn("writing a claim resolution", "claim", c.Pos, "err", err)
+		return false, false
+	}
+	return true, false
 }
 
 // writeResolution appends the resolution of c's transaction to c's ledger

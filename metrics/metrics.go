@@ -112,85 +112,126 @@ func (m *Metrics) ledgerStats() LedgerStats {
 
 // New creates the metrics and registers them on reg.
 func New(reg prometheus.Registerer, pipeline string) *Metrics {
-	c := prometheus.Labels{"pipeline": pipeline}
-	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
-		v := prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "sharerelay", Name: name, Help: help, ConstLabels: c,
-		}, labels)
-		reg.MustRegister(v)
-		return v
-	}
-	m := &Metrics{
-		RecordsPolled:    counter("records_polled_total", "Records received from the share group (every delivery counts).", "worker"),
-		Redeliveries:     counter("redeliveries_total", "Records received with a delivery count above 1.", "worker"),
-		RecordsProduced:  counter("records_produced_total", "Output records written in committed transactions.", "worker"),
-		RecordsFiltered:  counter("records_filtered_total", "Source records the transforms filtered out (accepted, nothing produced).", "worker"),
-		DeadLetters:      counter("dead_letters_total", "Source records written to the dead-letter topic in committed transactions.", "worker"),
-		Acks:             counter("acks_total", "Share acknowledgements sent, by type.", "worker", "type"),
-		AckErrors:        counter("ack_errors_total", "Share acknowledgements the broker refused or the client could not deliver.", "worker"),
-		Transactions:     counter("transactions_total", "Transactions ended, by outcome.", "worker", "outcome"),
-		AlreadyCommitted: counter("already_committed_total", "Records accepted without processing because the claim ledger shows them committed (exactly-once only).", "worker"),
-		ProducerResets:   counter("producer_resets_total", "Transactional producers replaced after a fatal error (they could no longer begin or abort transactions).", "worker"),
-		HangingSpans:     counter("hanging_transactions_total", "Checks that found a transaction of the worker's producer id open in a partition it writes after the broker lost its marker; the worker holds its records until an operator completes it (see docs/exactly-once.md).", "worker"),
-		LostMarkers:      counter("lost_markers_total", "Transactions that continued a span an earlier transaction of the worker's producer id left open after the broker lost its marker, by what the worker did: committed, aborted, restored, claims, unknown (see docs/exactly-once.md).", "worker", "repair"),
-		ClaimConflicts:   counter("claim_conflicts_total", "Records dropped from a transaction because an earlier claim committed them (exactly-once only).", "worker"),
-		BatchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: "sharerelay", Name: "batch_duration_seconds", ConstLabels: c,
-			Help:    "Time from a poll returning records to every record of the batch being acknowledged.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
-		}),
-		InvariantBreaks: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "sharerelay", Name: "invariant_violations_total", ConstLabels: c,
-			Help: "Times a safety net fired (e.g. a batch not fully acknowledged before the next poll). Must stay 0.",
-		}),
-		WorkersRunning: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "sharerelay", Name: "workers_running", ConstLabels: c,
-			Help: "Workers currently running their loop.",
-		}),
-	}
+	f := factory{reg: reg, c: prometheus.Labels{"pipeline": pipeline}}
+	m := &Metrics{}
+	m.newWorkerCounters(f)
+	m.newBatchMetrics(f)
+	m.newWriteFailureCounters(f)
+	m.newStateMetrics(f)
+	m.newLedgerMetrics(reg, pipeline)
+	return m
+}
+
+// factory creates metrics in the sharerelay namespace, labelled with the
+// pipeline (c), on reg.
+type factory struct {
+	reg prometheus.Registerer
+	c   prometheus.Labels
+}
+
+// counter creates and registers a counter vector with the given variable
+// labels.
+func (f factory) counter(name, help string, labels ...string) *prometheus.CounterVec {
+	v := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "sharerelay", Name: name, Help: help, ConstLabels: f.c,
+	}, labels)
+	f.reg.MustRegister(v)
+	return v
+}
+
+// newWorkerCounters creates the per-worker counters of records, acks and
+// transactions, registering each as it is created.
+func (m *Metrics) newWorkerCounters(f factory) {
+	m.RecordsPolled = f.counter("records_polled_total", "Records received from the share group (every delivery counts).", "worker")
+	m.Redeliveries = f.counter("redeliveries_total", "Records received with a delivery count above 1.", "worker")
+	m.RecordsProduced = f.counter("records_produced_total", "Output records written in committed transactions.", "worker")
+	m.RecordsFiltered = f.counter("records_filtered_total", "Source records the transforms filtered out (accepted, nothing produced).", "worker")
+	m.DeadLetters = f.counter("dead_letters_total", "Source records written to the dead-letter topic in committed transactions.", "worker")
+	m.Acks = f.counter("acks_total", "Share acknowledgements sent, by type.", "worker", "type")
+	m.AckErrors = f.counter("ack_errors_total", "Share acknowledgements the broker refused or the client could not deliver.", "worker")
+	m.Transactions = f.counter("transactions_total", "Transactions ended, by outcome.", "worker", "outcome")
+	m.AlreadyCommitted = f.counter("already_committed_total", "Records accepted without processing because the claim ledger shows them committed (exactly-once only).", "worker")
+	m.ProducerResets = f.counter("producer_resets_total", "Transactional producers replaced after a fatal error (they could no longer begin or abort transactions).", "worker")
+	m.HangingSpans = f.counter("hanging_transactions_total", "Checks that found a transaction of the worker's producer id open in a partition it writes after the broker lost its marker; the worker holds its records until an operator completes it (see docs/exactly-once.md).", "worker")
+	m.LostMarkers = f.counter("lost_markers_total", "Transactions that continued a span an earlier transaction of the worker's producer id left open after the broker lost its marker, by what the worker did: committed, aborted, restored, claims, unknown (see docs/exactly-once.md).", "worker", "repair")
+	m.ClaimConflicts = f.counter("claim_conflicts_total", "Records dropped from a transaction because an earlier claim committed them (exactly-once only).", "worker")
+}
+
+// newBatchMetrics creates the process-wide batch duration, safety-net,
+// running-workers and retired-hanging metrics, and registers them
+// together.
+func (m *Metrics) newBatchMetrics(f factory) {
+	m.BatchSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "sharerelay", Name: "batch_duration_seconds", ConstLabels: f.c,
+		Help:    "Time from a poll returning records to every record of the batch being acknowledged.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+	})
+	m.InvariantBreaks = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "sharerelay", Name: "invariant_violations_total", ConstLabels: f.c,
+		Help: "Times a safety net fired (e.g. a batch not fully acknowledged before the next poll). Must stay 0.",
+	})
+	m.WorkersRunning = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "sharerelay", Name: "workers_running", ConstLabels: f.c,
+		Help: "Workers currently running their loop.",
+	})
 	m.RetiredHanging = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "sharerelay", Name: "retired_hanging_transactions", ConstLabels: c,
+		Namespace: "sharerelay", Name: "retired_hanging_transactions", ConstLabels: f.c,
 		Help: "Partitions where a transactional id this instance no longer uses (fewer workers, batch.background_commit off) left a transaction open after the broker lost its marker: read_committed readers wait there until an operator completes it (see docs/exactly-once.md). Should be 0.",
 	})
-	reg.MustRegister(m.BatchSeconds, m.InvariantBreaks, m.WorkersRunning, m.RetiredHanging)
+	f.reg.MustRegister(m.BatchSeconds, m.InvariantBreaks, m.WorkersRunning, m.RetiredHanging)
+}
 
-	m.WriteFailures = counter("write_failures_total", "Transactions that failed while writing, by class: record (an output the cluster refuses for good: its source record is dead-lettered), destination (a topic missing, recreated or not writable: the worker pauses), cluster (unreachable or slow: the worker pauses).", "worker", "class")
-	m.RecordsRejected = counter("records_rejected_total", "Source records dead-lettered because the cluster refuses their outputs for good (too large for the topic or the client, invalid).", "worker")
-	m.DeadLettersTruncated = counter("dead_letters_truncated_total", "Dead letters too large for the dead-letter topic, written again without the source value and headers (then key).", "worker")
-	m.ReleasedOnLastDelivery = counter("released_on_last_delivery_total", "Records the relay released on their last delivery: the broker archives them without output. Should stay 0.", "worker")
-	m.AmbiguousCommits = counter("ambiguous_commits_total", "Commits whose EndTxn answer was lost (each also counts as transactions_total{outcome=\"unknown\"}), by how the claim ledger resolved them: committed, not-committed, unresolved (released).", "worker", "resolution")
+// newWriteFailureCounters creates the per-worker counters of what could not
+// be written, registering each as it is created.
+func (m *Metrics) newWriteFailureCounters(f factory) {
+	m.WriteFailures = f.counter("write_failures_total", "Transactions that failed while writing, by class: record (an output the cluster refuses for good: its source record is dead-lettered), destination (a topic missing, recreated or not writable: the worker pauses), cluster (unreachable or slow: the worker pauses).", "worker", "class")
+	m.RecordsRejected = f.counter("records_rejected_total", "Source records dead-lettered because the cluster refuses their outputs for good (too large for the topic or the client, invalid).", "worker")
+	m.DeadLettersTruncated = f.counter("dead_letters_truncated_total", "Dead letters too large for the dead-letter topic, written again without the source value and headers (then key).", "worker")
+	m.ReleasedOnLastDelivery = f.counter("released_on_last_delivery_total", "Records the relay released on their last delivery: the broker archives them without output. Should stay 0.", "worker")
+	m.AmbiguousCommits = f.counter("ambiguous_commits_total", "Commits whose EndTxn answer was lost (each also counts as transactions_total{outcome=\"unknown\"}), by how the claim ledger resolved them: committed, not-committed, unresolved (released).", "worker", "resolution")
+}
+
+// newStateMetrics creates the gauges and histograms of why and where the
+// relay waits (paused workers, readiness, the lock budget and duration,
+// the acquire mode, the share group's lag, the time per phase), and
+// registers them together.
+func (m *Metrics) newStateMetrics(f factory) {
 	m.Paused = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: "sharerelay", Name: "worker_paused", ConstLabels: c,
+		Namespace: "sharerelay", Name: "worker_paused", ConstLabels: f.c,
 		Help: "1 while a worker is paused (taking no records, holding its batch), with the reason.",
 	}, []string{"worker", "reason"})
 	m.Ready = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "sharerelay", Name: "ready", ConstLabels: c,
+		Namespace: "sharerelay", Name: "ready", ConstLabels: f.c,
 		Help: "1 while the relay has started and every worker can make progress (what /readyz reports).",
 	})
 	m.LockBudget = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: "sharerelay", Name: "lock_budget_ratio", ConstLabels: c,
+		Namespace: "sharerelay", Name: "lock_budget_ratio", ConstLabels: f.c,
 		Help:    "A batch's time from poll to acknowledgement divided by the share group's record lock duration: above 1 its locks expired (without renewal) and its records were delivered again.",
 		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 1, 1.5, 2},
 	}, []string{"worker"})
 	m.LockDuration = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "sharerelay", Name: "lock_duration_seconds", ConstLabels: c,
+		Namespace: "sharerelay", Name: "lock_duration_seconds", ConstLabels: f.c,
 		Help: "The share group's effective record lock duration.",
 	})
 	m.AcquireWholeBatches = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "sharerelay", Name: "acquire_whole_batches", ConstLabels: c,
+		Namespace: "sharerelay", Name: "acquire_whole_batches", ConstLabels: f.c,
 		Help: "1 when the share consumers acquire whole record batches (batch.acquire_mode batch_optimized), 0 when a fetch acquires at most batch.max_records (record_limit).",
 	})
 	m.ShareGroupLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: "sharerelay", Name: "share_group_lag", ConstLabels: c,
+		Namespace: "sharerelay", Name: "share_group_lag", ConstLabels: f.c,
 		Help: "Records of a source partition not yet acknowledged by the share group, from the broker's share-group offsets (every instance reports the same value: aggregate with max).",
 	}, []string{"topic", "partition"})
 	m.PhaseSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: "sharerelay", Name: "phase_seconds", ConstLabels: c,
+		Namespace: "sharerelay", Name: "phase_seconds", ConstLabels: f.c,
 		Help:    "Time the workers spend per phase of a batch: poll (waiting for records that came), idle (a poll that came back empty), transform, produce (outputs and claims, until acknowledged), claim_check (exactly-once), commit, ack. The sums show where the time goes.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14),
 	}, []string{"phase"})
-	reg.MustRegister(m.Paused, m.Ready, m.LockBudget, m.LockDuration, m.AcquireWholeBatches, m.ShareGroupLag, m.PhaseSeconds)
+	f.reg.MustRegister(m.Paused, m.Ready, m.LockBudget, m.LockDuration, m.AcquireWholeBatches, m.ShareGroupLag, m.PhaseSeconds)
+}
 
+// newLedgerMetrics registers the claim ledger's metrics, which read
+// m.ledgerStats at scrape time (see WatchLedger).
+func (m *Metrics) newLedgerMetrics(reg prometheus.Registerer, pipeline string) {
 	gauge := func(name, help string, labels prometheus.Labels, f func(LedgerStats) float64) {
 		l := prometheus.Labels{"pipeline": pipeline}
 		for k, v := range labels {
@@ -219,5 +260,4 @@ func New(reg prometheus.Registerer, pipeline string) *Metrics {
 	const settledHelp = "Claims settled by resolution records (read from the ledger by this instance), by outcome."
 	count("ledger_resolutions_total", settledHelp, prometheus.Labels{"outcome": TxnCommitted}, func(s LedgerStats) float64 { return float64(s.SettledCommit) })
 	count("ledger_resolutions_total", settledHelp, prometheus.Labels{"outcome": TxnAborted}, func(s LedgerStats) float64 { return float64(s.SettledAbort) })
-	return m
 }

@@ -156,6 +156,18 @@ func (s Spec) Validate() []FieldError {
 // built-in constructors use it directly (not Validate, which reads
 // Registry: that would be an initialization cycle).
 func validateBuiltin(s Spec, rule typeRule) []FieldError {
+	errs := presenceErrors(s, rule)
+	errs = append(errs, valueErrors(s, rule)...)
+	if rule.uses&sfWhen != 0 {
+		errs = append(errs, s.When.validate("when")...)
+	}
+	return errs
+}
+
+// presenceErrors is Validate's steps 2 and 3 for a built-in type: the
+// required fields missing (then, for route, its forms mixed) and the
+// fields set that the type does not use.
+func presenceErrors(s Spec, rule typeRule) []FieldError {
 	var errs []FieldError
 	add := func(path, msg string, args ...any) {
 		errs = append(errs, FieldError{Path: path, Msg: fmt.Sprintf(msg, args...)})
@@ -164,7 +176,7 @@ func validateBuiltin(s Spec, rule typeRule) []FieldError {
 	for _, f := range specFields {
 		if rule.required&f.f != 0 && !s.isSet(f.f) {
 			if f.f == sfDuration && s.Duration < 0 {
-				continue // set but invalid: reported below
+				continue // set but invalid: valueErrors reports it
 			}
 			add(f.name, "%s", f.required)
 		}
@@ -177,6 +189,16 @@ func validateBuiltin(s Spec, rule typeRule) []FieldError {
 			f.f == sfTopics && s.Topics != nil || f.f == sfCases && s.Cases != nil) {
 			add(f.name, "not used by type %s", s.Type)
 		}
+	}
+	return errs
+}
+
+// valueErrors is Validate's step 4 for a built-in type: the invalid values
+// of the fields it uses, in Spec field order.
+func valueErrors(s Spec, rule typeRule) []FieldError {
+	var errs []FieldError
+	add := func(path, msg string, args ...any) {
+		errs = append(errs, FieldError{Path: path, Msg: fmt.Sprintf(msg, args...)})
 	}
 
 	uses := func(f specField) bool { return rule.uses&f != 0 }
@@ -193,19 +215,7 @@ func validateBuiltin(s Spec, rule typeRule) []FieldError {
 		}
 	}
 	if uses(sfValue) {
-		switch s.Type {
-		case "set":
-			if _, err := specValueJSON(s.Value); err != nil {
-				add("value", "cannot be encoded as JSON: %v", err)
-			}
-			if s.Value != nil && s.Expr != "" {
-				add("value", "cannot be combined with expr; set only one of them")
-			}
-		case "header":
-			if _, ok := headerValueText(s.Value); !ok && s.Value != nil {
-				add("value", "must be a string, number or bool, got %s", describe(s.Value))
-			}
-		}
+		errs = append(errs, valueFieldErrors(s)...)
 	}
 	if uses(sfExpr) && s.Expr != "" {
 		result := resultAny
@@ -221,21 +231,7 @@ func validateBuiltin(s Spec, rule typeRule) []FieldError {
 		errs = append(errs, duplicateTopics("topics", s.Topics)...)
 	}
 	if uses(sfCases) {
-		for i, c := range s.Cases {
-			p := fmt.Sprintf("cases[%d]", i)
-			if c.Expr == "" {
-				add(p+".expr", "required: a CEL expression that is true for the records this case routes")
-			} else {
-				errs = append(errs, checkExpr(p+".expr", c.Expr, resultBool)...)
-			}
-			switch {
-			case c.Topic == "" && len(c.Topics) == 0:
-				add(p+".topic", "required: the topic (or topics) for the records this case routes")
-			case c.Topic != "" && len(c.Topics) > 0:
-				add(p+".topics", "cannot be combined with topic; set only one of them")
-			}
-			errs = append(errs, duplicateTopics(p+".topics", c.Topics)...)
-		}
+		errs = append(errs, caseErrors(s.Cases)...)
 	}
 	if uses(sfKind) && s.Kind != "" && s.Kind != "retry" && s.Kind != "permanent" {
 		add("kind", "must be retry or permanent, got %q", s.Kind)
@@ -243,8 +239,53 @@ func validateBuiltin(s Spec, rule typeRule) []FieldError {
 	if uses(sfDuration) && s.Duration < 0 {
 		add("duration", "must be > 0, got %s", s.Duration)
 	}
-	if uses(sfWhen) {
-		errs = append(errs, s.When.validate("when")...)
+	return errs
+}
+
+// valueFieldErrors checks the value of a set step (JSON-encodable, not
+// with expr) or a header step (a string, number or bool).
+func valueFieldErrors(s Spec) []FieldError {
+	var errs []FieldError
+	add := func(path, msg string, args ...any) {
+		errs = append(errs, FieldError{Path: path, Msg: fmt.Sprintf(msg, args...)})
+	}
+	switch s.Type {
+	case "set":
+		if _, err := specValueJSON(s.Value); err != nil {
+			add("value", "cannot be encoded as JSON: %v", err)
+		}
+		if s.Value != nil && s.Expr != "" {
+			add("value", "cannot be combined with expr; set only one of them")
+		}
+	case "header":
+		if _, ok := headerValueText(s.Value); !ok && s.Value != nil {
+			add("value", "must be a string, number or bool, got %s", describe(s.Value))
+		}
+	}
+	return errs
+}
+
+// caseErrors checks a route step's cases: each with an expression that
+// compiles to a bool, exactly one of topic and topics, and no topic twice.
+func caseErrors(cases []RouteCase) []FieldError {
+	var errs []FieldError
+	add := func(path, msg string, args ...any) {
+		errs = append(errs, FieldError{Path: path, Msg: fmt.Sprintf(msg, args...)})
+	}
+	for i, c := range cases {
+		p := fmt.Sprintf("cases[%d]", i)
+		if c.Expr == "" {
+			add(p+".expr", "required: a CEL expression that is true for the records this case routes")
+		} else {
+			errs = append(errs, checkExpr(p+".expr", c.Expr, resultBool)...)
+		}
+		switch {
+		case c.Topic == "" && len(c.Topics) == 0:
+			add(p+".topic", "required: the topic (or topics) for the records this case routes")
+		case c.Topic != "" && len(c.Topics) > 0:
+			add(p+".topics", "cannot be combined with topic; set only one of them")
+		}
+		errs = append(errs, duplicateTopics(p+".topics", c.Topics)...)
 	}
 	return errs
 }

@@ -155,34 +155,9 @@ func (t *tracker) elapsed() time.Duration {
 // runTrial runs one contender over the source topic and returns its
 // result. Topics it created are appended to *created.
 func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runResult, error) {
-	if t.workers == 0 {
-		t.workers = b.opts.workers
-	}
-	if t.maxRecords == 0 && !t.c.isRelay() {
-		t.maxRecords = b.opts.handMaxRecords
-	}
-	if !t.c.classic {
-		if err := b.newGroup(ctx, t.name); err != nil {
-			return runResult{}, err
-		}
-	}
-	if t.c.produces {
-		t.output = t.name + ".out"
-		if err := b.createTopic(ctx, t.output, sourcePartitions, nil); err != nil {
-			return runResult{}, err
-		}
-		*created = append(*created, t.output)
-	}
-	if t.c.isRelay() {
-		t.dlq = t.name + ".dlq"
-		if err := b.createTopic(ctx, t.dlq, 1, nil); err != nil {
-			return runResult{}, err
-		}
-		*created = append(*created, t.dlq)
-		if t.c.delivery == config.ExactlyOnce {
-			ledger := t.name + config.DefaultLedgerSuffix
-			*created = append(*created, ledger, ledger+".snapshots")
-		}
+	t, err := b.setUpTrial(ctx, t, created)
+	if err != nil {
+		return runResult{}, err
 	}
 
 	stopProfile, err := b.startProfile(t)
@@ -196,21 +171,7 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 	tc.startCPU(b.br.pid())
 	resetPeakRSS()
 	began := time.Now()
-	var (
-		phases  map[string]float64
-		mode    string  // the in-process relay's acquire mode
-		peakRSS float64 // of the relay's own process
-	)
-	switch {
-	case t.c.process:
-		peakRSS, err = b.runRelayProcess(ctx, t, tr)
-	case t.c.isRelay():
-		phases, mode, err = b.runRelay(ctx, t, tr, tc)
-	case t.c.classic:
-		err = b.runClassic(ctx, t, tr, tc)
-	default:
-		err = b.runShareClients(ctx, t, tr, tc)
-	}
+	phases, mode, peakRSS, err := b.runContender(ctx, t, tr, tc)
 	tc.stopCPU()
 	stopProfile()
 	if err != nil {
@@ -222,15 +183,7 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 	if t.c.process {
 		rr.PeakRSSMB = peakRSS
 	}
-	label := fmt.Sprintf("run %d", t.run)
-	if t.run == 0 {
-		label = "warm-up"
-	}
-	progress("  %-13s %s, %d workers: %d records in %s = %.0f rec/s (whole run incl. start and stop %s; peak RSS %.0f MB)",
-		t.c.name, label, t.workers, t.n, el.Round(time.Millisecond), rr.RecPerSec, time.Since(began).Round(100*time.Millisecond), rr.PeakRSSMB)
-	if len(phases) > 0 {
-		progress("  %-13s acquire mode %s; phases: %s", t.c.name, mode, formatPhases(phases))
-	}
+	reportRun(t, rr, el, time.Since(began))
 	tc.print(t.c.name)
 
 	if t.output != "" {
@@ -243,6 +196,74 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 		}
 	}
 	return rr, nil
+}
+
+// setUpTrial fills in t's defaults and creates what the contender needs:
+// its share group, its output and dead-letter topics (appended to
+// *created, with the relay's claim ledger and snapshots). It returns t
+// with its topics named.
+func (b *bench) setUpTrial(ctx context.Context, t trial, created *[]string) (trial, error) {
+	if t.workers == 0 {
+		t.workers = b.opts.workers
+	}
+	if t.maxRecords == 0 && !t.c.isRelay() {
+		t.maxRecords = b.opts.handMaxRecords
+	}
+	if !t.c.classic {
+		if err := b.newGroup(ctx, t.name); err != nil {
+			return t, err
+		}
+	}
+	if t.c.produces {
+		t.output = t.name + ".out"
+		if err := b.createTopic(ctx, t.output, sourcePartitions, nil); err != nil {
+			return t, err
+		}
+		*created = append(*created, t.output)
+	}
+	if t.c.isRelay() {
+		t.dlq = t.name + ".dlq"
+		if err := b.createTopic(ctx, t.dlq, 1, nil); err != nil {
+			return t, err
+		}
+		*created = append(*created, t.dlq)
+		if t.c.delivery == config.ExactlyOnce {
+			ledger := t.name + config.DefaultLedgerSuffix
+			*created = append(*created, ledger, ledger+".snapshots")
+		}
+	}
+	return t, nil
+}
+
+// runContender runs t's contender until the tracker has seen every record
+// acknowledged. The in-process relay reports its phases and acquire mode,
+// the relay process its peak RSS.
+func (b *bench) runContender(ctx context.Context, t trial, tr *tracker, tc *traceCollector) (phases map[string]float64, mode string, peakRSS float64, err error) {
+	switch {
+	case t.c.process:
+		peakRSS, err = b.runRelayProcess(ctx, t, tr)
+	case t.c.isRelay():
+		phases, mode, err = b.runRelay(ctx, t, tr, tc)
+	case t.c.classic:
+		err = b.runClassic(ctx, t, tr, tc)
+	default:
+		err = b.runShareClients(ctx, t, tr, tc)
+	}
+	return phases, mode, peakRSS, err
+}
+
+// reportRun prints a run's result: el is its timed span, whole the run
+// including start and stop.
+func reportRun(t trial, rr runResult, el, whole time.Duration) {
+	label := fmt.Sprintf("run %d", t.run)
+	if t.run == 0 {
+		label = "warm-up"
+	}
+	progress("  %-13s %s, %d workers: %d records in %s = %.0f rec/s (whole run incl. start and stop %s; peak RSS %.0f MB)",
+		t.c.name, label, t.workers, t.n, el.Round(time.Millisecond), rr.RecPerSec, whole.Round(100*time.Millisecond), rr.PeakRSSMB)
+	if len(rr.Phases) > 0 {
+		progress("  %-13s acquire mode %s; phases: %s", t.c.name, rr.AcquireMode, formatPhases(rr.Phases))
+	}
 }
 
 // heapProfileAtHalf writes a heap profile of this process (the live heap

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/lineage"
+	"github.com/sharerelay/sharerelay/relay"
 )
 
 // Bounds of the latency phase.
@@ -89,19 +90,9 @@ func (b *bench) latency(ctx context.Context, c contender, size int) (latencyResu
 	name := b.name(fmt.Sprintf("lat%dB", size), c.name)
 	t := trial{c: c, size: size, name: name, source: name + ".src", output: name + ".out", dlq: name + ".dlq",
 		workers: b.opts.workers}
-	created := []string{t.source, t.output, t.dlq}
-	if c.delivery == config.ExactlyOnce {
-		ledger := name + config.DefaultLedgerSuffix
-		created = append(created, ledger, ledger+".snapshots")
-	}
-	defer b.deleteTopics(created...)
-	for _, tp := range []struct {
-		name  string
-		parts int32
-	}{{t.source, sourcePartitions}, {t.output, sourcePartitions}, {t.dlq, 1}} {
-		if err := b.createTopic(ctx, tp.name, tp.parts, nil); err != nil {
-			return res, err
-		}
+	defer b.deleteTopics(latencyTopics(t)...)
+	if err := b.createLatencyTopics(ctx, t); err != nil {
+		return res, err
 	}
 	if err := b.newGroup(ctx, t.name); err != nil {
 		return res, err
@@ -118,22 +109,92 @@ func (b *bench) latency(ctx context.Context, c contender, size int) (latencyResu
 
 	// The read_committed consumer of the output.
 	visible := newStampLog()
+	if err := b.watchLatencyOutput(lctx, t, visible, &wg); err != nil {
+		return res, err
+	}
+
+	// The relay.
+	tc := newTraceCollector(b.opts.trace, 0)
+	r, failed, err := b.startLatencyRelay(ctx, lctx, p, tc, &wg)
+	if err != nil {
+		return res, err
+	}
+
+	prod, err := kgo.NewClient(b.clientOpts(kgo.DefaultProduceTopic(t.source), kgo.ProducerLinger(0))...)
+	if err != nil {
+		return res, fmt.Errorf("creating the latency producer: %w", err)
+	}
+	defer prod.Close()
+	rng := rand.New(rand.NewPCG(uint64(size), 1))
+
+	if err := b.warmUpLatency(lctx, t, prod, rng, visible, failed); err != nil {
+		return res, err
+	}
+	appended, err := b.measureAppends(lctx, c, prod, rng, size)
+	if err != nil {
+		return res, err
+	}
+	drainVisible(lctx, appended, visible)
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	cancel()
+	wg.Wait()
+	tc.relayBatches(r.Metrics(), t.workers)
+	tc.print(c.name + " (latency)")
+
+	res.summarize(appended, visible)
+	return res, nil
+}
+
+// latencyTopics are the topics a latency trial creates, the relay's claim
+// ledger and its snapshots included.
+func latencyTopics(t trial) []string {
+	created := []string{t.source, t.output, t.dlq}
+	if t.c.delivery == config.ExactlyOnce {
+		ledger := t.name + config.DefaultLedgerSuffix
+		created = append(created, ledger, ledger+".snapshots")
+	}
+	return created
+}
+
+// createLatencyTopics creates the source, output and dead-letter topics of
+// a latency trial.
+func (b *bench) createLatencyTopics(ctx context.Context, t trial) error {
+	for _, tp := range []struct {
+		name  string
+		parts int32
+	}{{t.source, sourcePartitions}, {t.output, sourcePartitions}, {t.dlq, 1}} {
+		if err := b.createTopic(ctx, tp.name, tp.parts, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// watchLatencyOutput starts, in wg, the read_committed consumer of t's
+// output that stamps each output's visibility in visible until ctx ends.
+func (b *bench) watchLatencyOutput(ctx context.Context, t trial, visible *stampLog, wg *sync.WaitGroup) error {
 	cons, err := kgo.NewClient(b.clientOpts(
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{t.output: allPartitions(sourcePartitions)}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxWait(20*time.Millisecond),
 	)...)
 	if err != nil {
-		return res, fmt.Errorf("creating the output consumer: %w", err)
+		return fmt.Errorf("creating the output consumer: %w", err)
 	}
-	wg.Go(func() { watchOutput(lctx, cons, t.source, visible) })
+	wg.Go(func() { watchOutput(ctx, cons, t.source, visible) })
+	return nil
+}
 
-	// The relay.
-	tc := newTraceCollector(b.opts.trace, 0)
+// startLatencyRelay runs the relay of pipeline p, in wg, until lctx ends,
+// and waits (bounded by ctx and relayStartTimeout) until it has started.
+// A relay that returns before lctx ends reports it on failed.
+func (b *bench) startLatencyRelay(ctx, lctx context.Context, p *config.Pipeline, tc *traceCollector, wg *sync.WaitGroup) (*relay.Relay, <-chan error, error) {
 	ready := make(chan struct{})
 	r, closeRelay, err := b.newRelay(lctx, p, tc, func() { close(ready) })
 	if err != nil {
-		return res, err
+		return nil, nil, err
 	}
 	failed := make(chan error, 1)
 	wg.Go(func() {
@@ -146,63 +207,67 @@ func (b *bench) latency(ctx context.Context, c contender, size int) (latencyResu
 		}
 	})
 	if err := waitFor(ctx, ready, failed, relayStartTimeout, "the relay to start"); err != nil {
-		return res, err
+		return nil, nil, err
 	}
+	return r, failed, nil
+}
 
-	prod, err := kgo.NewClient(b.clientOpts(kgo.DefaultProduceTopic(t.source), kgo.ProducerLinger(0))...)
-	if err != nil {
-		return res, fmt.Errorf("creating the latency producer: %w", err)
+// warmUpLatency warms trial t up before the measurement: every worker
+// joined the share group, an output is visible (every client connected),
+// then a steady stream at the measured rate.
+func (b *bench) warmUpLatency(ctx context.Context, t trial, prod *kgo.Client, rng *rand.Rand, visible *stampLog, failed <-chan error) error {
+	if err := b.waitMembers(ctx, t.name, t.workers, joinTimeout); err != nil {
+		progress("warning: latency %s: %v", t.c.name, err)
 	}
-	defer prod.Close()
-	rng := rand.New(rand.NewPCG(uint64(size), 1))
+	if err := warmUp(ctx, prod, rng, t.size, visible, failed); err != nil {
+		return err
+	}
+	if _, err := pace(ctx, prod, rng, t.size, b.opts.rate, steadyWarmUp, newStampLog()); err != nil {
+		return err
+	}
+	return nil
+}
 
-	// Warm up: every worker joined the share group, an output is
-	// visible (every client connected), then a steady stream at the
-	// measured rate.
-	if err := b.waitMembers(lctx, t.name, t.workers, joinTimeout); err != nil {
-		progress("warning: latency %s: %v", c.name, err)
-	}
-	if err := warmUp(lctx, prod, rng, size, visible, failed); err != nil {
-		return res, err
-	}
-	if _, err := pace(lctx, prod, rng, size, b.opts.rate, steadyWarmUp, newStampLog()); err != nil {
-		return res, err
-	}
-
+// measureAppends produces at -rate for -latency-duration, stamping each
+// record with its acknowledged append, and flushes; it warns of records
+// that failed to produce.
+func (b *bench) measureAppends(ctx context.Context, c contender, prod *kgo.Client, rng *rand.Rand, size int) (*stampLog, error) {
 	appended := newStampLog()
-	sent, err := pace(lctx, prod, rng, size, b.opts.rate, b.opts.latencyDuration, appended)
+	sent, err := pace(ctx, prod, rng, size, b.opts.rate, b.opts.latencyDuration, appended)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	if err := prod.Flush(lctx); err != nil {
-		return res, fmt.Errorf("flushing the latency producer: %w", err)
+	if err := prod.Flush(ctx); err != nil {
+		return nil, fmt.Errorf("flushing the latency producer: %w", err)
 	}
 	if n, first := appended.failures(); n > 0 {
 		progress("WARNING: latency %s: %d of %d records failed to produce: %v", c.name, n, sent, first)
 	}
+	return appended, nil
+}
+
+// drainVisible waits, up to drainTimeout or until ctx ends, for every
+// appended record to have a visible output.
+func drainVisible(ctx context.Context, appended, visible *stampLog) {
 	drainStart := time.Now()
-	for !allVisible(appended, visible) && time.Since(drainStart) < drainTimeout && lctx.Err() == nil {
+	for !allVisible(appended, visible) && time.Since(drainStart) < drainTimeout && ctx.Err() == nil {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := ctx.Err(); err != nil {
-		return res, err
-	}
-	cancel()
-	wg.Wait()
-	tc.relayBatches(r.Metrics(), t.workers)
-	tc.print(c.name + " (latency)")
+}
 
+// summarize fills in res's latency percentiles from the appended and
+// visible stamps, and reports them.
+func (res *latencyResult) summarize(appended, visible *stampLog) {
 	lat, missing := latencies(appended, visible)
 	res.Records, res.Missing = len(lat), missing
 	if len(lat) > 0 {
 		res.P50, res.P90, res.P99, res.Max = percentile(lat, 50), percentile(lat, 90), percentile(lat, 99), lat[len(lat)-1]
 	}
 	if missing > 0 {
-		progress("WARNING: latency %s: %d of %d records had no visible output after %s", c.name, missing, len(lat)+missing, drainTimeout)
+		progress("WARNING: latency %s: %d of %d records had no visible output after %s", res.Contender, missing, len(lat)+missing, drainTimeout)
 	}
 	progress("latency %s: %d records, p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms",
-		c.name, res.Records, res.P50, res.P90, res.P99, res.Max)
-	return res, nil
+		res.Contender, res.Records, res.P50, res.P90, res.P99, res.Max)
 }
 
 func allPartitions(n int32) map[int32]kgo.Offset {

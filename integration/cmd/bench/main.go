@@ -206,11 +206,51 @@ type options struct {
 	latencyRounds   int
 }
 
+// parseFlags parses and checks the command's flags.
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	lists := o.defineFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.memoryLimitMiB < 0 {
+		return o, fmt.Errorf("-memory-limit-mib: %d is negative (0: the runtime's own limit)", o.memoryLimitMiB)
+	}
+	if o.brokerRecordLocks != 0 && (o.brokerRecordLocks < 2000 || o.brokerRecordLocks > 10000) {
+		return o, fmt.Errorf("-broker-record-locks: %d is outside Kafka's range 2000 to 10000 (0: Kafka's default)", o.brokerRecordLocks)
+	}
+	if err := o.parseLists(lists); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	for s := range strings.SplitSeq(*lists.sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 512<<10 {
+			return o, fmt.Errorf("-sizes: %q is not a size between 1 and %d bytes", s, 512<<10)
+		}
+		o.sizes = append(o.sizes, n)
+	}
+	if err := o.check(); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// listFlags are the flags given as lists, parsed into options after
+// fs.Parse.
+type listFlags struct {
+	sizes, classicWorkers, scalingWorkers, only, relayBatch, relayGroup, relayClient *string
+}
+
+// defineFlags defines the command's flags on fs: the plain ones into o, the
+// lists into the returned listFlags.
+func (o *options) defineFlags(fs *flag.FlagSet) listFlags {
+	var l listFlags
 	fs.IntVar(&o.records, "records", 1000000, "records per source topic")
-	sizes := fs.String("sizes", "200,1024", "value sizes in bytes, comma separated; one source topic each")
+	l.sizes = fs.String("sizes", "200,1024", "value sizes in bytes, comma separated; one source topic each")
 	fs.IntVar(&o.runs, "runs", 5, "runs of the whole contender set per size (the median is reported)")
 	fs.IntVar(&o.workers, "workers", 2, "share consumers per contender (the relay's workers)")
 	fs.BoolVar(&o.latency, "latency", true, "measure end-to-end latency of relay-alo and relay-eos")
@@ -222,16 +262,16 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.warmUpRounds, "warmup-rounds", 3, "warm-up rounds (every contender once each)")
 	fs.BoolVar(&o.trace, "trace", false, "print request latencies and relay batch phases after each contender run")
 	fs.StringVar(&o.cpuProfileDir, "cpuprofile-dir", "", "write a CPU profile of each contender run, and a heap profile at half of it, into this directory")
-	classicWorkers := fs.String("classic-workers", "3", "extra worker counts, comma separated, at which relay-eos and classic-eos are compared on the first size (\"\" for none)")
+	l.classicWorkers = fs.String("classic-workers", "3", "extra worker counts, comma separated, at which relay-eos and classic-eos are compared on the first size (\"\" for none)")
 	fs.BoolVar(&o.scaling, "scaling", true, "run the scaling table (a slow transform)")
 	fs.IntVar(&o.scalingRecords, "scaling-records", 6000, "records of the scaling table")
 	fs.DurationVar(&o.scalingDelay, "scaling-delay", 5*time.Millisecond, "transform time per record in the scaling table")
-	scalingWorkers := fs.String("scaling-workers", "3,6,12", "relay-eos worker counts of the scaling table")
+	l.scalingWorkers = fs.String("scaling-workers", "3,6,12", "relay-eos worker counts of the scaling table")
 	fs.IntVar(&o.scalingConcurrency, "scaling-concurrency", 8, "batch.transform_concurrency of an extra scaling row at the first worker count (0 or 1: no extra row)")
-	only := fs.String("contenders", "", "only these contenders in the throughput table, comma separated (default all)")
-	relayBatch := fs.String("relay-batch", "", "batch settings of the relay contenders in the throughput and latency runs, e.g. consumers=4,linger=10ms (default: the relay's defaults)")
-	relayGroup := fs.String("relay-group", "", "share-group configs of the relay contenders in the throughput and latency runs (source.group_configs), e.g. share.partition.max.record.locks=4000")
-	relayClient := fs.String("relay-client", "", "client settings of the relay contenders in the throughput and latency runs, section.key=value, e.g. consumer.fetch_max_bytes=4194304 (default: the relay's defaults)")
+	l.only = fs.String("contenders", "", "only these contenders in the throughput table, comma separated (default all)")
+	l.relayBatch = fs.String("relay-batch", "", "batch settings of the relay contenders in the throughput and latency runs, e.g. consumers=4,linger=10ms (default: the relay's defaults)")
+	l.relayGroup = fs.String("relay-group", "", "share-group configs of the relay contenders in the throughput and latency runs (source.group_configs), e.g. share.partition.max.record.locks=4000")
+	l.relayClient = fs.String("relay-client", "", "client settings of the relay contenders in the throughput and latency runs, section.key=value, e.g. consumer.fetch_max_bytes=4194304 (default: the relay's defaults)")
 	fs.StringVar(&o.relayCompression, "relay-compression", "", "client.producer.compression of the relay contenders in the throughput and latency runs (default: the relay's default)")
 	fs.IntVar(&o.memoryLimitMiB, "memory-limit-mib", 0, "soft memory limit of this process, where the relay runs, in MiB, as GOMEMLIMIT would set it (0: the runtime's own, from GOMEMLIMIT); see the README's Memory")
 	fs.StringVar(&o.relayBin, "relay-bin", "", "the relay binary (make build: bin/relay); each relay contender then also runs as its own process over each source topic, for the relay's own peak RSS")
@@ -241,85 +281,78 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.latencyBaseline, "latency-baseline", "", "a bench binary of an earlier commit (make bench builds BENCH_BASELINE's); its latency runs alternate with this one's on the same broker, and the goal is the p99 ratio")
 	fs.IntVar(&o.latencyRounds, "latency-rounds", 3, "rounds of the latency runs (each relay contender, and the baseline's, once a round); the medians are reported")
 	fs.IntVar(&o.brokerRecordLocks, "broker-record-locks", 10000, "the local broker's group.share.max.partition.max.record.locks, the most record locks a share group may set per partition (the README's broker setting; 0: Kafka's default, 4000)")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	if o.memoryLimitMiB < 0 {
-		return o, fmt.Errorf("-memory-limit-mib: %d is negative (0: the runtime's own limit)", o.memoryLimitMiB)
-	}
-	if o.brokerRecordLocks != 0 && (o.brokerRecordLocks < 2000 || o.brokerRecordLocks > 10000) {
-		return o, fmt.Errorf("-broker-record-locks: %d is outside Kafka's range 2000 to 10000 (0: Kafka's default)", o.brokerRecordLocks)
-	}
+	return l
+}
+
+// parseLists parses the worker-count, key=value and contender lists of l
+// into o.
+func (o *options) parseLists(l listFlags) error {
 	var err error
-	if o.classicWorkers, err = intList("-classic-workers", *classicWorkers, 1, config.MaxWorkers); err != nil {
-		return o, err
+	if o.classicWorkers, err = intList("-classic-workers", *l.classicWorkers, 1, config.MaxWorkers); err != nil {
+		return err
 	}
-	if o.scalingWorkers, err = intList("-scaling-workers", *scalingWorkers, 1, config.MaxWorkers); err != nil {
-		return o, err
+	if o.scalingWorkers, err = intList("-scaling-workers", *l.scalingWorkers, 1, config.MaxWorkers); err != nil {
+		return err
 	}
 	if o.scaling && len(o.scalingWorkers) == 0 {
-		return o, fmt.Errorf("-scaling-workers: at least one worker count")
+		return fmt.Errorf("-scaling-workers: at least one worker count")
 	}
-	if o.relayBatch, err = keyValues("-relay-batch", *relayBatch); err != nil {
-		return o, err
+	if o.relayBatch, err = keyValues("-relay-batch", *l.relayBatch); err != nil {
+		return err
 	}
-	if o.relayGroup, err = keyValues("-relay-group", *relayGroup); err != nil {
-		return o, err
+	if o.relayGroup, err = keyValues("-relay-group", *l.relayGroup); err != nil {
+		return err
 	}
-	if o.relayClient, err = keyValues("-relay-client", *relayClient); err != nil {
-		return o, err
+	if o.relayClient, err = keyValues("-relay-client", *l.relayClient); err != nil {
+		return err
 	}
 	for k := range o.relayClient {
 		if sec, key, ok := strings.Cut(k, "."); !ok || sec == "" || key == "" {
-			return o, fmt.Errorf("-relay-client: %q is not section.key (e.g. consumer.fetch_max_bytes)", k)
+			return fmt.Errorf("-relay-client: %q is not section.key (e.g. consumer.fetch_max_bytes)", k)
 		}
 	}
-	for name := range strings.SplitSeq(*only, ",") {
+	for name := range strings.SplitSeq(*l.only, ",") {
 		name = strings.TrimSpace(name)
 		if name == "" {
 			continue
 		}
 		if !slices.ContainsFunc(contenders, func(c contender) bool { return c.name == name }) {
-			return o, fmt.Errorf("-contenders: unknown contender %q", name)
+			return fmt.Errorf("-contenders: unknown contender %q", name)
 		}
 		o.only = append(o.only, name)
 	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
-	}
-	for s := range strings.SplitSeq(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 || n > 512<<10 {
-			return o, fmt.Errorf("-sizes: %q is not a size between 1 and %d bytes", s, 512<<10)
-		}
-		o.sizes = append(o.sizes, n)
-	}
+	return nil
+}
+
+// check checks the parsed options' numbers against each other and their
+// ranges.
+func (o *options) check() error {
 	switch {
 	case o.records < 1:
-		return o, fmt.Errorf("-records must be at least 1, got %d", o.records)
+		return fmt.Errorf("-records must be at least 1, got %d", o.records)
 	case o.warmUp && (o.warmUpRecords < 1 || o.warmUpRounds < 1):
-		return o, fmt.Errorf("-warmup-records and -warmup-rounds must be at least 1")
+		return fmt.Errorf("-warmup-records and -warmup-rounds must be at least 1")
 	case o.runs < 1:
-		return o, fmt.Errorf("-runs must be at least 1, got %d", o.runs)
+		return fmt.Errorf("-runs must be at least 1, got %d", o.runs)
 	case o.handMaxRecords < 1 || o.handMaxRecords > config.MaxMaxRecords:
-		return o, fmt.Errorf("-hand-max-records must be between 1 and %d (the relay's batch.max_records range), got %d", config.MaxMaxRecords, o.handMaxRecords)
+		return fmt.Errorf("-hand-max-records must be between 1 and %d (the relay's batch.max_records range), got %d", config.MaxMaxRecords, o.handMaxRecords)
 	case o.workers < 1 || o.workers > config.MaxWorkers:
-		return o, fmt.Errorf("-workers must be between 1 and %d, got %d", config.MaxWorkers, o.workers)
+		return fmt.Errorf("-workers must be between 1 and %d, got %d", config.MaxWorkers, o.workers)
 	case o.latency && o.rate < 1:
-		return o, fmt.Errorf("-rate must be at least 1, got %d", o.rate)
+		return fmt.Errorf("-rate must be at least 1, got %d", o.rate)
 	case o.latency && o.latencyRounds < 1:
-		return o, fmt.Errorf("-latency-rounds must be at least 1, got %d", o.latencyRounds)
+		return fmt.Errorf("-latency-rounds must be at least 1, got %d", o.latencyRounds)
 	case o.sourceBatchBytes != 0 && (o.sourceBatchBytes < slices.Max(o.sizes)+sourceRecordOverhead || o.sourceBatchBytes > 16<<20):
-		return o, fmt.Errorf("-source-batch-bytes must hold one record of the largest of -sizes (at least %d) and be at most %d (0: franz-go's default), got %d",
+		return fmt.Errorf("-source-batch-bytes must hold one record of the largest of -sizes (at least %d) and be at most %d (0: franz-go's default), got %d",
 			slices.Max(o.sizes)+sourceRecordOverhead, 16<<20, o.sourceBatchBytes)
 	case o.relayBin != "" && o.processRuns < 0:
-		return o, fmt.Errorf("-process-runs must not be negative, got %d", o.processRuns)
+		return fmt.Errorf("-process-runs must not be negative, got %d", o.processRuns)
 	case o.latency && o.latencyDuration <= 0:
-		return o, fmt.Errorf("-latency-duration must be positive, got %s", o.latencyDuration)
+		return fmt.Errorf("-latency-duration must be positive, got %s", o.latencyDuration)
 	case o.scaling && (o.scalingRecords < 1 || o.scalingDelay < 0):
-		return o, fmt.Errorf("-scaling-records must be at least 1 and -scaling-delay not negative")
+		return fmt.Errorf("-scaling-records must be at least 1 and -scaling-delay not negative")
 	}
-	return o, nil
+	return nil
 }
 
 // keyValues parses a comma-separated list of key=value pairs (nil when
@@ -419,6 +452,29 @@ func run(ctx context.Context, opts options) (err error) {
 			return err
 		}
 	}
+	if err := b.throughputTables(ctx, &res); err != nil {
+		return err
+	}
+	if opts.scaling {
+		sc, err := b.scaling(ctx)
+		if err != nil {
+			return fmt.Errorf("scaling: %w", err)
+		}
+		res.Scaling = sc
+		printScaling(os.Stdout, sc)
+	}
+	if opts.latency {
+		if err := b.latencyTable(ctx, &res); err != nil {
+			return err
+		}
+	}
+	return finish(opts, res, began)
+}
+
+// throughputTables measures and prints the throughput table of each size,
+// then relay-eos against classic-eos at each of -classic-workers, into res.
+func (b *bench) throughputTables(ctx context.Context, res *results) error {
+	opts := b.opts
 	for _, size := range opts.sizes {
 		sr, err := b.throughput(ctx, size)
 		if err != nil {
@@ -438,24 +494,26 @@ func run(ctx context.Context, opts options) (err error) {
 		res.Classic = append(res.Classic, cr)
 	}
 	printClassic(os.Stdout, res.Classic)
-	if opts.scaling {
-		sc, err := b.scaling(ctx)
-		if err != nil {
-			return fmt.Errorf("scaling: %w", err)
-		}
-		res.Scaling = sc
-		printScaling(os.Stdout, sc)
+	return nil
+}
+
+// latencyTable measures the latency rounds on the first size and prints
+// their medians, into res.
+func (b *bench) latencyTable(ctx context.Context, res *results) error {
+	rounds, err := b.latencyRounds(ctx, b.opts.sizes[0])
+	if err != nil {
+		return err
 	}
-	if opts.latency {
-		rounds, err := b.latencyRounds(ctx, opts.sizes[0])
-		if err != nil {
-			return err
-		}
-		res.LatencyRounds = rounds
-		res.Latency = latencyMedians(rounds, func(r latencyRound) []latencyResult { return r.Now })
-		res.LatencyBaseline = latencyMedians(rounds, func(r latencyRound) []latencyResult { return r.Baseline })
-		printLatency(os.Stdout, res)
-	}
+	res.LatencyRounds = rounds
+	res.Latency = latencyMedians(rounds, func(r latencyRound) []latencyResult { return r.Now })
+	res.LatencyBaseline = latencyMedians(rounds, func(r latencyRound) []latencyResult { return r.Baseline })
+	printLatency(os.Stdout, *res)
+	return nil
+}
+
+// finish prints the summary and the goals, and writes res to -json; began
+// is when the run began.
+func finish(opts options, res results, began time.Time) error {
 	res.EOSOverALO = printSummary(os.Stdout, res.Throughput)
 	res.Goals = goals(res)
 	printGoals(os.Stdout, res.Goals)
