@@ -23,11 +23,10 @@ const (
 	// the 30 s that systemd's unit and Kubernetes give a stop.
 	DefaultDrainTimeout = 5 * time.Second
 	// DefaultLinger is batch.linger: a worker writes what is ready. A
-	// linger of 20ms with exactly-once (the default until 2026-12-04)
-	// gave fewer, larger transactions but slower exactly-once: on the
-	// bench's CPU-bound machine it used 7.4–7.7 µs of CPU a record
-	// against 6.8–7.0 without, at 0.90–0.95× the throughput (make bench
-	// runs of 1,000,000 records of 200 B; see the README's linger).
+	// linger gives fewer, larger transactions, but the records it holds
+	// while waiting cost exactly-once more CPU a record than the
+	// transactions save, and with it less throughput where the relay
+	// is CPU-bound (docs/decisions/linger.md).
 	DefaultLinger               time.Duration = 0
 	DefaultTransformConcurrency               = 1
 	DefaultDeadLetterAck                      = DeadLetterAccept
@@ -40,9 +39,9 @@ const (
 	// DefaultFetchMaxBytes bounds the bytes one fetch brings, so that what
 	// a worker's polls hold (and the fetch bodies they pin) is bounded in
 	// bytes as well as in records: about what batch.max_records of 1 KiB
-	// take. It does not slow records of 200 B (1 MiB did: 0.8× in make
-	// bench), and took the relay's peak RSS at 1 KiB from 150-159 to
-	// 122-126 MB. A larger record still comes: the broker returns at least one
+	// take. A smaller bound slows small records, a larger one raises the
+	// relay's peak memory (docs/decisions/fetch-max-bytes.md).
+	// A larger record still comes: the broker returns at least one
 	// batch.
 	DefaultFetchMaxBytes = 2 << 20
 	DefaultFetchMaxWait  = 500 * time.Millisecond

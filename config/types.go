@@ -116,22 +116,21 @@ const (
 	AcquireRecordLimit    = "record_limit"
 )
 
-// WholeBatchesLost is why the relay no longer acquires whole record
-// batches on its own (acquire_mode auto) and warns when a file asks for
-// them: what the chaos catalogue measured.
-const WholeBatchesLost = "whole record batches lost records to the delivery limit in 8 of 35 runs of the chaos catalogue's RelayHardBounce (relays SIGKILLed every few seconds), record_limit in none of 31"
+// WholeBatchesLost is why whole record batches are a risk: what a file
+// that asks for them (batch_optimized) is warned of, and why auto never
+// chooses them (docs/decisions/acquire-mode.md).
+const WholeBatchesLost = "every crash of a relay costs a delivery to each record it holds, whole record batches make it hold many more, and a record whose deliveries run out is archived by the broker with no output and no dead letter"
 
 // Acquire resolves Batch.AcquireMode for the share consumers: the
 // mode the file names, and record_limit for auto; why says which, for
-// the relay's log and `relay check`. auto chose whole record batches
-// from 2026-12-04 to -06, when the source's batches fit a poll and the
-// group could lock what the instance might hold, until the chaos
-// catalogue showed no such rule made them safe (WholeBatchesLost).
+// the relay's log and `relay check`. auto never chooses whole record
+// batches: no rule about batch and poll sizes makes them safe from
+// repeated crashes (WholeBatchesLost).
 func (b Batch) Acquire() (mode, why string) {
 	if b.AcquireMode != AcquireAuto {
 		return b.AcquireMode, "set by batch.acquire_mode"
 	}
-	return AcquireRecordLimit, "auto: record_limit, since " + WholeBatchesLost
+	return AcquireRecordLimit, "auto: record_limit; whole record batches can lose records to repeated crashes"
 }
 
 // Acknowledgements of a dead-lettered record (DeadLetter.Ack).
@@ -161,15 +160,14 @@ type Batch struct {
 	// broker, but polls of uneven size that take thousands of record
 	// locks at once with small records, slow and erratic when the group
 	// runs short of locks, and a crash of an instance costs a delivery to
-	// every record it holds, which whole batches multiply (the chaos
-	// catalogue's bounce scenario that kills relays lost records to the
-	// delivery limit with whole batches, none with record_limit:
-	// WholeBatchesLost; the one that stops them cleanly did too until a
-	// stop drained, see DrainTimeout), so a file that names it gets a
+	// every record it holds, which whole batches multiply: repeated
+	// crashes can use up a record's deliveries (WholeBatchesLost; a
+	// clean stop writes what it holds, see DrainTimeout;
+	// docs/decisions/acquire-mode.md). A file that names it gets a
 	// warning. auto is record_limit (Acquire), kept so that files naming
 	// it still load (with a warning). In every mode a consumer fetches only inside a poll and the
 	// worker takes every record of it, so no acquired record waits in the
-	// client where nothing renews its lock.
+	// client where nothing renews its lock (docs/decisions/fetch-ahead.md).
 	AcquireMode string `yaml:"acquire_mode" json:"acquire_mode"`
 	// PollTimeout bounds one poll (default 1s); an empty poll just loops.
 	PollTimeout time.Duration `yaml:"poll_timeout" json:"poll_timeout"`
@@ -187,7 +185,8 @@ type Batch struct {
 	// the others fetch while it is written and committed. The relay
 	// lowers it at start (with a warning) so that Workers × Consumers
 	// stays below the share group's delivery limit: a crash can cost a
-	// record one delivery per share consumer of the instance. With
+	// record one delivery per share consumer of the instance
+	// (docs/decisions/consumers-per-worker.md). With
 	// ManageGroupConfig the relay first raises that limit for its
 	// consumers, within the broker's maximum (sharegroup.ConfigsToSet).
 	Consumers int `yaml:"consumers" json:"consumers"`
@@ -197,9 +196,9 @@ type Batch struct {
 	// the default, writes what is ready at once). A share group hands
 	// out records in pieces when its record locks run short, and a
 	// linger merges them into fewer transactions; a trickle of records
-	// is delayed by at most Linger. Exactly-once lingered 20ms by
-	// default until 2026-12-04: the records it held while waiting cost
-	// more than the transactions it saved (see DefaultLinger).
+	// is delayed by at most Linger. The default is 0: the records a
+	// linger holds while waiting cost exactly-once more than the
+	// transactions it saves (DefaultLinger).
 	Linger time.Duration `yaml:"linger" json:"linger"`
 	// TransformConcurrency is how many records of a batch a worker
 	// transforms at once (default 1, at most 256): for slow, I/O-bound
@@ -212,9 +211,9 @@ type Batch struct {
 	// batch with the other producer, and the batch is acknowledged when
 	// its commit ends. false commits each batch before the next is
 	// written, with one producer (and transactional id) a worker: less
-	// CPU a record in the relay, which was as fast where the relay and
-	// the broker share a small machine (see the README's "Batching and
-	// throughput"). Where a commit takes long (a coordinator across the
+	// CPU a record in the relay, and as fast where the relay and the
+	// broker share a small machine (docs/decisions/two-lanes.md).
+	// Where a commit takes long (a coordinator across the
 	// network) the overlap is what hides it, hence the default.
 	BackgroundCommit *bool `yaml:"background_commit" json:"background_commit"`
 	// DrainTimeout is how long a worker that is told to stop (SIGTERM,
@@ -229,7 +228,7 @@ type Batch struct {
 	// archives them. Records whose transaction cannot be written (the
 	// cluster unavailable) are released at once rather than held for
 	// the drain. The shutdown bound is DrainTimeout +
-	// output.transaction_timeout + 10 s.
+	// output.transaction_timeout + 10 s (docs/decisions/drain.md).
 	DrainTimeout time.Duration `yaml:"drain_timeout" json:"drain_timeout"`
 }
 
@@ -295,8 +294,9 @@ func (p *Pipeline) Chain() (*transform.Chain, error) {
 // crash can cost a record two deliveries on Kafka 4.3: the one the crashed
 // process held, and one that a share fetch the process had left waiting
 // in the broker acquires for the dead connection after its records were
-// released (measured: integration/chaos TestChaosPoison). A single spare
-// lets the broker archive such a record without a dead letter.
+// released (integration/chaos TestChaosPoison crashes a relay there). A
+// single spare lets the broker archive such a record without a dead
+// letter (docs/decisions/delivery-limit.md).
 func DefaultMaxAttempts(limit int) int {
 	if limit >= 4 {
 		return limit - 2

@@ -166,9 +166,9 @@ func (v *validator) validate() {
 	}
 	switch p.Batch.AcquireMode {
 	case AcquireAuto:
-		v.warn("batch.acquire_mode", "auto is record_limit (since 2026-12-06): %s; write record_limit", WholeBatchesLost)
+		v.warn("batch.acquire_mode", "auto acquires by record limit, as record_limit does; write record_limit")
 	case AcquireBatchOptimized:
-		v.warn("batch.acquire_mode", "batch_optimized can lose records to repeated crashes: %s", WholeBatchesLost)
+		v.warn("batch.acquire_mode", "batch_optimized can lose records to repeated crashes: %s; write record_limit unless the fetch work of large source batches matters more to you than that risk", WholeBatchesLost)
 	}
 	if p.Batch.PollTimeout <= 0 {
 		v.add("batch.poll_timeout", "must be greater than 0, got %s", v.showAny("batch.poll_timeout", p.Batch.PollTimeout))

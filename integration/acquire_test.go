@@ -88,7 +88,7 @@ func TestRealBrokerAutoAcquiresByRecordLimitAndBatchOptimizedTakesWholeBatches(t
 		mode, want, why  string
 		minTxns, maxTxns int
 	}{
-		{mode: config.AcquireAuto, want: config.AcquireRecordLimit, why: "auto: record_limit, since whole record batches lost records", minTxns: n / most, maxTxns: n},
+		{mode: config.AcquireAuto, want: config.AcquireRecordLimit, why: "auto: record_limit; whole record batches can lose records", minTxns: n / most, maxTxns: n},
 		{mode: config.AcquireBatchOptimized, want: config.AcquireBatchOptimized, why: "set by batch.acquire_mode", minTxns: 1, maxTxns: 2},
 	}
 	for _, c := range cases {
