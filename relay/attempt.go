@@ -226,11 +226,11 @@ func (w *worker) check(ctx context.Context, pending []int) *outcome {
 			// An earlier claim of these records is still unsettled (its
 			// marker late or lost, the resolver not done). Retrying
 			// cannot cure that, and releasing would cost each record a
-			// delivery per ClaimWait until the broker archives it (seen:
-			// a claim unsettled for minutes after broker kills, 83
-			// records released on their tenth delivery). Hold them,
-			// their locks renewed, and write them again once the
-			// blocker is settled.
+			// delivery per ClaimWait until the broker archives it (a
+			// claim can stay unsettled for minutes after a broker
+			// crash; docs/decisions/claim-wait.md). Hold them, their
+			// locks renewed, and write them again once the blocker is
+			// settled.
 			w.log.Warn("transaction not committed: an earlier claim of its records is unsettled; holding them", "records", len(pending), "err", errors.Join(err, aerr))
 			return &outcome{kind: unavailable, err: err, txn: metrics.TxnAborted}
 		}

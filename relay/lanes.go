@@ -35,7 +35,7 @@ type lane struct {
 // begins, and a produce into that next transaction under the same id
 // meets CONCURRENT_TRANSACTIONS, which the broker retries only after
 // add.partitions.to.txn.retry.backoff.ms; under another id it goes ahead
-// at once.
+// at once (docs/decisions/two-lanes.md).
 func (w *worker) switchLane() {
 	if w.spare != nil {
 		w.cur, w.spare = w.spare, w.cur

@@ -203,7 +203,8 @@ func (r *Relay) renewEvery() time.Duration {
 // brokers) or its commit has ended (exactly-once: the commit runs beside
 // the next batch). A batch that took every poll would leave the next one
 // nothing to start on until then, so fetch, write and commit would not
-// overlap; with half, the other half is fetching or ready meanwhile.
+// overlap; with half, the other half is fetching or ready meanwhile
+// (docs/decisions/records-per-batch.md).
 func recordsPerBatch(consumers, maxRecords int) int {
 	return (consumers + 1) / 2 * maxRecords
 }

@@ -53,7 +53,8 @@ type fetcher struct {
 	// the broker does not exceed with record_limit; with whole (the
 	// fetches acquire whole record batches) it takes everything the
 	// fetch acquired. The client fetches only inside a poll, and a
-	// record left in its buffer would wait with no lock renewal.
+	// record left in its buffer would wait with no lock renewal
+	// (docs/decisions/fetch-ahead.md).
 	max   int
 	whole bool
 	// again is signalled when the worker has acknowledged the fetcher's

@@ -57,9 +57,9 @@ func (w *worker) transformAll(ctx context.Context, b *batch, todo []int) (plans 
 // slab is the memory of one batch's transforms, carved per record (by its
 // index in the batch): the transform's input, and the one output most
 // records have with the plan's slice of it. A batch costs three
-// allocations for these instead of three per record (make bench, 200 B:
-// the relay's own CPU per record went mostly to the allocator and the
-// garbage collector).
+// allocations for these instead of three per record: with small records,
+// allocations per record would spend most of the relay's own CPU in the
+// allocator and the garbage collector.
 type slab struct {
 	ins  []transform.Record
 	recs []kgo.Record

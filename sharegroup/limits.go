@@ -75,7 +75,8 @@ func EffectiveLimits(ctx context.Context, cl *kgo.Client, group string) (Limits,
 // TestRealBrokerACrashCostsARecordMoreThanTheDeliveryItHeld checks it).
 // With workers × consumers below the limit, a live consumer still gets
 // the record. ConfigsToSet raises the limit first when the relay manages
-// the group's configs, so that want can be kept.
+// the group's configs, so that want can be kept
+// (docs/decisions/consumers-per-worker.md).
 func ConsumersPerWorker(workers, want, limit int) int {
 	if workers <= 0 || limit <= 1 {
 		return want

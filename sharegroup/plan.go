@@ -121,7 +121,8 @@ func recordLockLimit(want, def, most int) (limit int, raise bool) {
 // fetches then come back with what is left, and a record's lock is held
 // until its acknowledgement, so the relay moves at most parts × limit
 // records per hold time (Little's law); exactly-once holds each record
-// through the claim check and the commit as well, and loses the most. It
+// through the claim check and the commit as well, and loses the most
+// (docs/decisions/record-locks.md). It
 // returns "" when the locks suffice or parts is unknown (0), and names the
 // broker setting to raise otherwise (or, when the broker's maximum is
 // already Kafka's highest, what in the pipeline to lower).

@@ -49,9 +49,9 @@ func (o Outcome) String() string {
 
 // ErrExtraRecords means the brokers acknowledged more records written in
 // the open transaction than Produce was given: the client sent some twice
-// (seen once in a broker-kill chaos run: one record batch holding a
-// transaction's 50 outputs twice). Commit aborts such a transaction
-// instead of committing the duplicates.
+// (a broker crash can leave one record batch holding a transaction's
+// outputs twice). Commit aborts such a transaction instead of committing
+// the duplicates.
 var ErrExtraRecords = errors.New("the transaction holds more records than were produced in it")
 
 // ErrFenced means a newer producer with the same transactional id exists:
