@@ -140,7 +140,7 @@ func ParseOffsets(s string) ([]OffsetRange, error) {
 }
 
 // ParseTime parses a --since or --until value: an RFC 3339 time
-// (2026-12-01T10:00:00Z), a date (2026-12-01, UTC midnight), or a
+// (YYYY-MM-DDThh:mm:ssZ), a date (YYYY-MM-DD, UTC midnight), or a
 // duration meaning that long before now (90m, 24h).
 func ParseTime(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
@@ -152,5 +152,5 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
-	return time.Time{}, fmt.Errorf("%q is not a time (2026-12-01T10:00:00Z, 2026-12-01) or a duration ago (90m, 24h)", s)
+	return time.Time{}, fmt.Errorf("%q is not a time (RFC 3339 YYYY-MM-DDThh:mm:ssZ, or a date YYYY-MM-DD) or a duration ago (90m, 24h)", s)
 }

@@ -171,7 +171,7 @@ func (r *Report) Print(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "by time (UTC, %s buckets)\tcount\n", r.Bucket)
 		for _, b := range r.ByTime {
-			fmt.Fprintf(tw, "%s\t%d\n", b.Start.Format("2006-01-02T15:04Z"), b.Count)
+			fmt.Fprintf(tw, "%s\t%d\n", b.Start.Format(time.DateOnly+"T15:04Z"), b.Count)
 		}
 		tw.Flush()
 	}

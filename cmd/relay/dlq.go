@@ -24,7 +24,7 @@ selection (every one given must match; a list matches any of its values):
   --class X[,Y]   __connect.errors.exception.class.name (e.g. fail, json, cel, MESSAGE_TOO_LARGE)
   --step S[,T]    __connect.errors.class.name, the transform step (e.g. bad-address, 0:set)
   --kind K[,L]    permanent, attempts-exhausted or write
-  --since T       __connect.errors.timestamp at or after T: 2026-12-01T10:00:00Z, 2026-12-01, or 24h (ago)
+  --since T       __connect.errors.timestamp at or after T: YYYY-MM-DDThh:mm:ssZ, YYYY-MM-DD, or 24h (ago)
   --until T       ... before T
   --offsets P:FROM-TO[,...]   offsets of the dead-letter topic (P:FROM- to its end, P:O one)
 `
