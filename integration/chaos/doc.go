@@ -69,14 +69,15 @@
 //     same schedule, not the same interleaving;
 //  2. creates its own topics (source with 3 partitions, output with 3,
 //     dead letters with 1; the relays create the ledger) and a pipeline
-//     file: 1 ms of simulated work per record (a delay transform; without
-//     it the relay moves ~10k records/s and 100k records are gone before
-//     the faults land), batches of 100 records, share lock 6 s,
-//     transaction timeout 4 s (below the lock), share.delivery.count.limit
-//     10 (the broker's maximum: faults that abort transactions cost a
-//     delivery each, and the documented limit of the protocol is a record
-//     archived without a dead letter when crashes use up all deliveries —
-//     the poison scenario lowers it to 3 on purpose);
+//     file (two workers a relay, three relays): 1 ms of simulated work per
+//     record (a delay transform, which paces the relays so that the
+//     faults land while records flow), batches of 100 records, share lock
+//     6 s, transaction timeout 4 s (below the lock),
+//     share.delivery.count.limit 10 (the broker's maximum: faults that
+//     abort transactions cost a delivery each, and the documented limit
+//     of the protocol is a record archived without a dead letter when
+//     crashes use up all deliveries — the poison scenario lowers it to 4
+//     on purpose);
 //  3. seeds unique records {"order_id": i, "run": <pipeline>} keyed by i,
 //     all at once or, for the network and nemesis scenarios, as a stream
 //     during the faults;
@@ -109,33 +110,45 @@
 //
 // # The catalogue
 //
-// Names start with TestChaos so a suite can be picked by prefix. Sizes are
-// CHAOS_RECORDS (100,000 by default) for all.
+// Names start with TestChaos so a suite can be picked by prefix. Each
+// scenario moves CHAOS_RECORDS (100,000 by default) records unless it
+// says otherwise, and asserts what every scenario asserts (above: the
+// verifier exact, the concurrent reader clean) plus what it names. "Held
+// open" means the failpoint before-commit=sleep(40ms): every transaction
+// waits 40 ms before its commit, so that kills and network faults land
+// inside an open transaction often rather than rarely.
 //
-//  1. Control — no faults: the baseline of every count, and throughput.
-//  2. RelayHardBounce — SIGKILL each relay in turn, in a random order per
-//     round, repeatedly until 90% of the records are done; restart after
-//     0–2 s. Every transaction is held open 40 ms before its commit
-//     (failpoint before-commit=sleep(40ms)) so a good share of the kills
-//     land inside an open transaction rather than in the transform.
+//  1. Control — no faults: the baseline of every count in the report.
+//  2. RelayHardBounce — from 3% of the records done until 90% (at most
+//     5 minutes), SIGKILL each relay in turn, in a random order per
+//     round, 1–3 s apart; each restarts after 0–2 s under the same
+//     instance name, which fences the dead process and aborts its open
+//     transactions. Transactions held open.
 //  3. RelayCleanBounce — the same with SIGTERM; each relay must exit 0
-//     within 45 s.
-//  4. BrokerBounce — kill -9 at 20%, clean restart (SIGTERM) at 50%,
-//     kill -9 again at 75%, each time restarted on the same data
-//     directory and ports.
-//  5. Zombie — SIGSTOP each relay in turn for 8–11 s (longer than the 6 s
-//     lock and the 4 s transaction timeout), then SIGCONT.
+//     within 45 s, writing what it holds within batch.drain_timeout.
+//  4. BrokerBounce — kill -9 the broker at 20% of the records, stop it
+//     cleanly (SIGTERM) at 50%, kill -9 it again at 75%, each time
+//     restarted on the same data directory and ports after 0–3 s, with
+//     the janitor (below) completing hanging transactions. Each step
+//     must be reached within 4 minutes. Transactions held open.
+//  5. Zombie — from 3% until 90%, SIGSTOP each relay in turn for 8–11 s
+//     (longer than the 6 s lock and the 4 s transaction timeout), then
+//     SIGCONT: its records went to the others and the coordinator
+//     aborted its transaction meanwhile, and the resumed process carries
+//     on with a stale batch. Transactions held open.
 //     ZombieStalledCommit is the same window made deterministic: relay r0
 //     stalls 7 s before its 5th commit (failpoint before-commit=sleep(7s)@5),
 //     past its transaction timeout and lock; the coordinator aborts the
 //     transaction, and the woken zombie gets INVALID_TXN_STATE on commit,
 //     which leaves franz-go's producer unusable until it is replaced.
-//  6. Network — connection resets (reset_peer, both directions),
+//  6. Network — a quarter of the records seeded, the rest streamed over
+//     80 s while connection resets (reset_peer, both directions, 1–4 s),
 //     latency 12 s ± 0.5 s on responses (above franz-go's 10 s request
 //     timeout overhead) for 13–16 s, a blackhole (timeout toxic: bytes
-//     dropped, connections hang) for 3–7 s, the proxy down (connections
-//     closed, new ones refused) for 1–4 s: each kind twice in a random
-//     order, on one relay or on all, while records stream in.
+//     dropped, connections hang) for 3–7 s and the proxy down
+//     (connections closed, new ones refused) for 1–4 s hit one relay or,
+//     one time in three, all: each kind twice in a random order, 2–5 s
+//     apart. Needs the local broker's proxies. Transactions held open.
 //  7. AmbiguousCommit — relay r0 loses the answer of every EndTxn after
 //     its first (failpoint endtxn-response-lost=error@2+: the commit
 //     happened; the worker must learn it from the ledger). With the local
@@ -146,11 +159,13 @@
 //     the broker commits, the answer is lost on the wire. Whether that
 //     surfaces as an unknown outcome or as a transparent retry of EndTxn
 //     is franz-go's real behaviour; the failpoint guarantees unknown
-//     outcomes happen. (A lost response cannot be injected with Toxiproxy's
-//     stock toxics without parsing the protocol; hence the custom toxic.)
+//     outcomes happen, and the scenario fails if none did. (A lost
+//     response cannot be injected with Toxiproxy's stock toxics without
+//     parsing the protocol; hence the custom toxic.) Relay r2 is healthy.
 //  8. SlowTransform — every 2500th record takes 4 s on its first delivery,
-//     past the 3 s lock, renewal off: its batch's records go to competing
-//     workers while the slow worker finishes late.
+//     past a 3 s lock (transaction timeout 2 s), renewal off: its batch's
+//     records go to competing workers while the slow worker finishes
+//     late and must find them committed by someone else.
 //  9. Poison — permanent failures (order_id % 500 == 0), retryable
 //     failures that never pass (% 100 == 50, dead-lettered when attempts
 //     run out) and transient ones (% 7 == 0, first delivery only), with the
@@ -158,35 +173,53 @@
 //     alone on orders 1..499 (no permanent poison among them) with
 //     before-dead-letter-commit=kill@1, so it dies committing an
 //     attempts-exhausted dead letter on the record's last attempt; the rest
-//     of the orders then arrive, r0 returns without the failpoint, r1 dies
-//     once right after a commit (after-commit-before-ack=kill@20). The
-//     dead letters must be exactly the poison orders (each once, with the
-//     right kind), disjoint from the outputs.
+//     of the orders then arrive, and r0 returns without the failpoint
+//     next to r1 and r2. One crash only (see "What a poison record can
+//     survive"). The dead letters must be exactly the poison orders (each
+//     once, with the right kind, at least one written on a spare
+//     delivery), disjoint from the outputs.
 //  10. Nemesis — CHAOS_NEMESIS (3 min by default) of random faults from
 //     all of the above, three relays × three workers on three partitions
-//     (more workers than partitions), records streamed over 80% of the
-//     time. Two nemeses overlap: one on the processes (SIGKILL, SIGTERM,
-//     SIGSTOP up to 11 s; a restarted relay gets, one time in three, a
-//     random failpoint: kill after a commit, kill before a commit, lost
-//     EndTxn answers, a 7 s stall before a commit), one on the network
-//     (resets, latency, blackhole, proxy down, EndTxn cuts) and the broker
-//     (kill -9 or clean restart, at most every 45 s).
-//  11. BrokerKillDuringCommits — 200k records in 50-record transactions
-//     under EndTxn cuts, and the broker killed -9 four times while markers
-//     are in flight: the lost-marker class of issue 11, on every CI run.
-//  12. Oversized — every 40th record too large for the output topic, with
-//     SIGKILLs: exactly those are dead-lettered (kind write), none burns
-//     deliveries.
-//  13. TopicChurn — the output topic deleted and recreated twice while
-//     the relays run: they pause and resume, exactly once across the
-//     topic's incarnations.
+//     (more workers than partitions), a tenth of the records seeded and
+//     the rest streamed over 80% of the time. Two nemeses overlap: one on
+//     the processes (SIGKILL, SIGTERM, SIGSTOP for 2–11 s; a restarted
+//     relay gets, one time in three, a random failpoint: kill after a
+//     commit, kill before a commit, lost EndTxn answers, a 7 s stall
+//     before a commit; otherwise its transactions are held open), one on
+//     the network (resets, latency, blackhole, proxy down, windows of
+//     EndTxn cuts) and the broker (kill -9 or clean restart, at most
+//     every 45 s and not in the last 30 s). Needs the local broker.
+//  11. BrokerKillDuringCommits — at least 200,000 records in 50-record
+//     transactions with no simulated work (hundreds of EndTxn a second),
+//     relay r1's EndTxn connection cut after every other request, and the
+//     broker killed -9 at 15, 35, 55 and 75% of the records, while
+//     markers are in flight: the lost-marker class of issue 11, on every
+//     CI run. Outputs whose markers the restarted node drops hang until
+//     the janitor completes them; claims whose ledger marker is lost are
+//     orphaned, and the relays' resolver must settle them from the
+//     outputs. Needs the local broker.
+//  12. Oversized — every 40th record carries 30 KB of incompressible
+//     padding while the output topic takes batches of at most 20,000
+//     bytes; from 10% until 80% a random relay is SIGKILLed every 5–10 s
+//     (transactions held open). Exactly the padded records are
+//     dead-lettered, once each, of kind write, and no more often after
+//     their first delivery than the relays redeliver records at all:
+//     a refusal spends no deliveries.
+//  13. TopicChurn — the output topic deleted at 30% and at 60% of the
+//     records and recreated 3–8 s later, the relays SIGSTOPped while the
+//     topic's content is taken (read_uncommitted) just before each
+//     deletion (transactions held open). The relays pause and resume by
+//     themselves; no record may be committed twice across the topic's
+//     incarnations, and every record is in the final topic once or went
+//     with a deleted one.
 //     (ZombieStalledCommit, a zombie frozen just before its commit, runs
 //     with scenario 5.)
 //
 // TestChaosVerifierCatchesDuplicates shows the verifier catches what it
-// claims: scenario 8's pipeline plus scenario 2's SIGKILLs, in
-// at-least-once mode, must produce duplicates, and the verifier (and the
-// concurrent reader) must report them; the test fails if they report none.
+// claims: scenario 8's pipeline plus scenario 2's SIGKILLs (from 5% until
+// 60%), in at-least-once mode, must produce duplicates, and the verifier
+// (and the concurrent reader) must report them; the test fails if they
+// report none.
 //
 // # Broker crashes on a single node: hanging transactions
 //
@@ -226,77 +259,61 @@
 //
 // # Share partitions that stall
 //
-// Seen in BrokerKillDuringCommits on Kafka 4.3.1: after the broker
-// restarted, a source partition stopped delivering records while the
-// relays were idle and ready, no transaction was open, and thousands of
-// records waited: its share-partition start offset stayed put (55,105)
-// while every record up to 57,171 had been processed, so the in-flight
-// window reached the broker's cap on record locks (2,000 by default) and
-// nothing more was acquired. A broker restart (which reloads the share
-// partition from its persisted state) delivered the next record at
-// delivery count 1. The relay cannot move a share partition's start
-// offset; a replicated cluster reloads it when leadership moves. quiesce,
-// and a scenario waiting for progress before its next fault, therefore
-// restart the broker cleanly when the lag stays exactly the same for 60 s
-// with no transaction open (at most twice per scenario), after logging
-// the group's start offsets, and count it ("share-stalls"). The verdict is
-// unchanged by it: every record must still come out exactly once.
-// (2026-12-05: a stall between BrokerKillDuringCommits' third and fourth
-// kills, lag 24,404 and 26,658 on two partitions for 4 minutes, relays
-// idle and ready, failed CI before the wait for progress did this too.)
+// After a broker restart a source partition can stop delivering records
+// while the relays are idle and ready, no transaction is open, and
+// records wait: its share-partition start offset stays put although
+// every record after it was processed, so the in-flight window reaches
+// the broker's cap on record locks and nothing more is acquired. A broker
+// restart (which reloads the share partition from its persisted state)
+// delivers the next record. The relay cannot move a share partition's
+// start offset; a replicated cluster reloads it when leadership moves.
+// quiesce, and a scenario waiting for progress before its next fault,
+// therefore restart the broker cleanly when the lag stays exactly the
+// same for 60 s with no transaction open (at most twice per scenario),
+// after logging the group's start offsets, and count it
+// ("share-stalls"). The verdict is unchanged by it: every record must
+// still come out exactly once.
 //
 // Kafka 4.3.x can also move a share partition's persisted start offset and
 // delivered count backwards (its share coordinator takes both from each
 // state write as it arrives, so a late write undoes a newer one), which
 // leaves a reported lag that no restart clears; 4.4.0 keeps the higher
-// values, and the tests run on 4.4.0 since. The stall above remains on
-// 4.4.0 (BrokerKillDuringCommits: orders[0] start 58,884, lag 5,657 after
-// a kill -9; delivered again after the restart). A run still stuck after the
-// restarts logs where every relay's workers wait (the stall diagnosis:
-// /readyz and the goroutines of package relay) before it fails.
+// values, so the suite needs 4.4.0 or later. The stall above happens on
+// 4.4.0 too. A run still stuck after the restarts logs where every
+// relay's workers wait (the stall diagnosis: /readyz and the goroutines
+// of package relay) before it fails.
 //
 // # Sizing
 //
-// On the 2-core reference machine the relay alone moves ~10k records/s;
-// with the 1 ms of work, three relays of two workers do ~3k/s, so the
-// control run takes ~35 s for 100k records. Every scenario of the
-// catalogue uses 100,000 records (CHAOS_RECORDS changes that for all); the
-// whole catalogue takes about 16 minutes with -race (the harness is
-// race-checked; the relay binary is not). `make soak` runs the nemesis for
-// 1,000,000 records and 20 minutes. The seeding producer uses 16 KiB
-// batches (the Java producer's default). With franz-go's default of 1 MiB
-// a share fetch used to acquire whole source batches — thousands of
-// records beyond batch.max_records — whose locks then expired in the
-// client's buffer, doubling deliveries in a fault-free run. The relay now
-// fetches only inside a poll and takes everything the poll fetched
-// (at most max_records with batch.acquire_mode record_limit, the
-// default; whole batches with batch_optimized), so nothing acquired waits
-// unrenewed. CHAOS_BATCH_BYTES=1048576 checks that this stays fixed.
+// Every scenario of the catalogue uses CHAOS_RECORDS records (100,000 by
+// default; BrokerKillDuringCommits at least 200,000), three relays of two
+// workers (the nemesis three of three) on three source partitions. The
+// harness is race-checked; the relay binary is not. `make soak` runs the
+// nemesis for 1,000,000 records and 20 minutes.
+//
+// The seeding producer writes 16 KiB batches (the Java producer's
+// default; CHAOS_BATCH_BYTES changes it). A share fetch that acquired
+// records beyond what a poll takes would leave them waiting in the
+// client's buffer, where nothing renews their locks: the relay fetches
+// only inside a poll and takes everything the poll fetched (at most
+// max_records with batch.acquire_mode record_limit, the default; whole
+// batches with batch_optimized), and CHAOS_BATCH_BYTES=1048576 (source
+// batches of thousands of records) checks that this holds
+// (docs/decisions/fetch-ahead.md).
+//
 // CHAOS_MAX_RECORDS sets batch.max_records for every scenario that does
-// not choose its own (default 100), and CHAOS_ACQUIRE_MODE sets
-// batch.acquire_mode. Whole batches of small records multiply what a
-// relay holds, so every stop of a relay costs a delivery to many more
-// records: CHAOS_ACQUIRE_MODE=batch_optimized CHAOS_MAX_RECORDS=1000
-// CHAOS_BATCH_BYTES=1048576 (batches of about 10,500 records) made
-// RelayHardBounce and RelayCleanBounce lose records to the broker's
-// delivery limit (28 and 2 of 100,000, 2026-12-05), and the same with
-// record_limit was exact. With the default 16 KiB batches (up to 230
-// records, within a poll) and polls of 1,000, whole batches lost 1 to 8
-// records in 8 of 35 RelayHardBounce runs, record_limit none in 31
-// (2026-12-06, alternating blocks of CHAOS_ACQUIRE_MODE=batch_optimized
-// and record_limit with CHAOS_MAX_RECORDS=1000). That is why
-// record_limit is the default and auto no longer chooses whole batches.
-// CHAOS_DRAIN_TIMEOUT sets batch.drain_timeout: RelayCleanBounce with
-// record_limit saw 6,510 redeliveries in 12 SIGTERMs with "0s" (a stop
-// released what the relay held) and 100 in 9 with the default drain;
-// with polls of 1,000 and 1 MiB source batches (record_limit), 34,832
-// in 11 SIGTERMs before the drain existed and 0 in 6 with it; with
-// whole batches when they fit a poll (auto until 2026-12-06), 3 runs
-// with the drain were exact
-// (2,770 to 19,364 redeliveries in 6 SIGTERMs each: a worker holding
-// several whole batches of 1 MiB does not always write them within 5 s
-// on this machine, and releases the rest). RelayHardBounce is unchanged
-// by it: a killed relay drains nothing.
+// not choose its own (default 100), CHAOS_ACQUIRE_MODE sets
+// batch.acquire_mode and CHAOS_DRAIN_TIMEOUT sets batch.drain_timeout,
+// for comparing them under the same faults. Whole batches of small
+// records multiply what a relay holds, so every stop of a relay costs a
+// delivery to many more records: with CHAOS_ACQUIRE_MODE=batch_optimized
+// and polls of 1,000, RelayHardBounce and RelayCleanBounce can lose
+// records to the broker's delivery limit, which is why record_limit is
+// the default (docs/decisions/acquire-mode.md). A stop that releases
+// what the relay holds (CHAOS_DRAIN_TIMEOUT=0s) costs RelayCleanBounce a
+// redelivery of every record held; the default drain writes them
+// instead (docs/decisions/drain.md). RelayHardBounce is unchanged by the
+// drain: a killed relay drains nothing.
 //
 // # What a poison record can survive
 //
@@ -307,13 +324,11 @@
 // connection's records it completes the share fetches waiting for that
 // partition, and a fetch the dead process left waiting acquires them
 // again, for nobody (the broker log shows the record "on last delivery
-// attempt … delivered alone" before any live relay had started; seed
-// 1796096533155600748 lost a record that way with a limit of 3). Hence
+// attempt … delivered alone" before any live relay had started). Hence
 // the default of two spares (config.DefaultMaxAttempts) and the limit of 4
 // in the poison scenario. Two crashes of two processes within a record's
 // lifetime can still archive a poison record without a dead letter: the
 // documented limit (KIP-1191's broker-side dead-letter queue is the
-// backstop). The poison scenario therefore crashes once; an earlier
-// version that also killed r1 after a commit lost order 250 that way
-// (seed 1795957366615891578).
+// backstop). The poison scenario therefore crashes once
+// (docs/decisions/delivery-limit.md).
 package chaos
