@@ -19,7 +19,7 @@ import (
 
 // latencyRound is one round of the latency runs: each relay contender of
 // this bench and, with -latency-baseline, the baseline bench's, one after
-// the other on the same broker. This machine's speed drifts by 2-3x within
+// the other on the same broker. A shared machine's speed drifts within
 // minutes, so only runs side by side compare.
 type latencyRound struct {
 	Round    int             `json:"round"`

@@ -58,8 +58,8 @@
 // times over a topic of -warmup-records, then relay-eos once more over it
 // in transactions of 20 records: a fresh broker creates its internal
 // share-group and transaction state topics on first use, and its JVM
-// spends half of its CPU compiling at first and compiles a path fully only
-// after some thousands of calls (see warmUp).
+// spends much of its CPU compiling at first and compiles a path fully
+// only after some thousands of calls (see warmUp).
 //
 // Every contender runs -workers consumers, and every contender that writes
 // gets a fresh output topic of 3 partitions, read back afterwards
@@ -89,8 +89,9 @@
 // classic-eos at 6 workers in the scaling table. A throughput ratio is
 // the median of the paired per-run ratios (run i of one contender over
 // run i of the other, taken side by side), the ratio of the two medians
-// printed beside it: on the noisy 2-core machines it was written on, the
-// same contender's speed drifted by up to 30% over minutes.
+// printed beside it: on a shared machine the same contender's speed
+// drifts over minutes, and only runs side by side compare
+// (docs/benchmarks.md).
 //
 // Latency (-latency). For relay-alo and relay-eos in turn, a steady producer
 // writes -rate records/s for -latency-duration into a fresh source topic

@@ -215,12 +215,11 @@ func (b *bench) throughput(ctx context.Context, size int) (sizeResult, error) {
 
 // pairedRatio is the median over the runs of a's records/s over b's in the
 // same run. The contenders of a run go one after the other within a
-// minute, so a pair shares the machine's state; on the 2-core machines
-// this was measured on, the same contender's CPU per record drifted by up
-// to 30% between runs a few minutes apart (other tenants, the broker's
-// JIT), which the ratio of two medians taken from different runs carries
-// and the median of paired ratios mostly does not. 0 when either side
-// has no runs.
+// minute, so a pair shares the machine's state; the same contender's CPU
+// per record drifts between runs a few minutes apart (other tenants, the
+// broker's JIT), which the ratio of two medians taken from different runs
+// carries and the median of paired ratios mostly does not. 0 when either
+// side has no runs.
 func pairedRatio(a, b []runResult) float64 {
 	n := min(len(a), len(b))
 	if n == 0 {
@@ -350,12 +349,11 @@ func (b *bench) scaling(ctx context.Context) (*scalingResult, error) {
 // warmUp runs every contender, untimed, -warmup-rounds times over a
 // warm-up topic of -warmup-records: a fresh broker creates its share-group
 // state and transaction state topics on first use, and its JVM compiles
-// the hot paths of what the contenders make it do. Measured on a 2-core
-// machine (the broker's JIT compiler threads in /proc): a fresh broker
-// spends about half of its CPU in the first round compiling, about 40%
-// in the second and third, and then 12-38% for minutes, without settling
-// (large methods such as KafkaApis.handle are recompiled as contenders
-// take new paths). So a round or two more is cheap insurance, not a cure:
+// the hot paths of what the contenders make it do. A fresh broker spends
+// much of its CPU in the first rounds compiling, and some for minutes
+// after, without settling (large methods such as KafkaApis.handle are
+// recompiled as contenders take new paths; docs/benchmarks.md). So a
+// round or two more is cheap insurance, not a cure:
 // -trace prints each run's compiling time, and interleaved runs spread
 // what is left over the contenders.
 func (b *bench) warmUp(ctx context.Context) error {
@@ -389,10 +387,9 @@ func (b *bench) warmUp(ctx context.Context) error {
 	// has made millions: its coordinator, verification and marker paths
 	// are compiled, and not yet here (HotSpot compiles a method fully
 	// after some thousands of calls, and these run a few per
-	// transaction). Measured without this, relay-eos gained on relay-alo
-	// run after run (0.84, 0.79, 0.84, 0.94, 0.97 over five runs of 200
-	// B). So relay-eos writes the warm-up topic once more in
-	// transactions of 20 records: 5,000 of them.
+	// transaction). Without this, relay-eos gains on relay-alo run after
+	// run, as those paths get compiled. So relay-eos writes the warm-up
+	// topic once more in transactions of 20 records: 5,000 of them.
 	progress("warm-up: transactions of 20 records over %d records (not counted)", n)
 	t := trial{c: relayEOS, size: size, run: 0, source: src, n: n, name: b.name("warmuptxn", relayEOS.name),
 		maxRecords: 20, batch: map[string]string{"consumers": "1", "linger": "0s"}, own: true}
