@@ -34,16 +34,23 @@ image:
 demo:
 	$(GO) run ./cmd/relay demo
 
+# The alerting rules' evaluation tests are a module of their own
+# (Prometheus's engine stays out of the relay's module graph): ./... does
+# not reach them, so each target below runs them too.
+RULETEST := deploy/prometheus/ruletest
+
 # -race everywhere; -p 1 so the real-broker packages do not each start a
 # JVM broker at the same time on a 2-core machine.
 test:
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags testcontainers ./integration/kafkatest/
 	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -v $(PKGS) 2>&1 | tee test.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test\.go)' ; exit $${PIPESTATUS[0]}
+	cd $(RULETEST) && $(GO) vet ./... && $(GO) test -race -count=1 -v ./... 2>&1 | tee -a $(CURDIR)/test.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test\.go)' ; exit $${PIPESTATUS[0]}
 
 # Fast tests only (kfake and pure Go), no broker.
 test-unit:
 	$(GO) test -race -count=1 -short $(PKGS)
+	cd $(RULETEST) && $(GO) test -race -count=1 -short ./...
 
 # The shipped pipelines' own tests (configs/tests/, configs/examples/tests/),
 # run offline by relay test. make test and make test-unit run them too, as
@@ -67,6 +74,7 @@ lint:
 	$(GO) run $(STATICCHECK) $(PKGS)
 	$(GO) run ./internal/tools/doccheck .
 	$(GO) vet -tags testcontainers ./integration/kafkatest/
+	cd $(RULETEST) && $(GO) vet ./...
 
 # Throughput and latency side by side (raw share consume, hand-written
 # copier, relay at-least-once, relay exactly-once, a classic consumer-group

@@ -112,22 +112,23 @@ func checkSchema(t *testing.T, root, n schemaNode, typ reflect.Type, path string
 		allows("string")
 	case typ.Kind() == reflect.Struct:
 		allows("object")
-		if n["additionalProperties"] != false {
-			t.Errorf("schema %s: additionalProperties is %v, want false", path, n["additionalProperties"])
-		}
-		props, _ := n["properties"].(schemaNode)
+		props := closedProperties(t, n, path)
 		fields := yamlNames(typ)
 		for _, name := range slices.Sorted(maps.Keys(fields)) {
 			p := strings.TrimPrefix(path+"."+name, ".")
-			prop, ok := props[name].(schemaNode)
-			if !ok {
+			if len(props[name]) == 0 {
 				t.Errorf("schema %s: missing (Go field %s.%s)", p, typ, fields[name].Name)
 				continue
 			}
-			if d, _ := prop["description"].(string); d == "" {
-				t.Errorf("schema %s: no description", p)
+			for _, prop := range props[name] {
+				if d, _ := prop.node["description"].(string); d == "" {
+					t.Errorf("schema %s: no description", p)
+				}
+				if prop.branch && fields[name].Type.Kind() == reflect.Interface {
+					continue // a branch may narrow a field of any value (header's value)
+				}
+				checkSchema(t, root, prop.node, fields[name].Type, p)
 			}
-			checkSchema(t, root, prop, fields[name].Type, p)
 		}
 		for _, name := range slices.Sorted(maps.Keys(props)) {
 			if _, ok := fields[name]; !ok {
@@ -163,6 +164,66 @@ func checkSchema(t *testing.T, root, n schemaNode, typ reflect.Type, path string
 	default:
 		t.Errorf("schema %s: checkSchema does not know Go type %s", path, typ)
 	}
+}
+
+// branches returns the then schemas of the if/then entries of n's allOf:
+// an object whose fields depend on one of them (a transform step's type).
+func branches(n schemaNode) []schemaNode {
+	var out []schemaNode
+	for _, a := range n["allOf"].([]any) {
+		if then, ok := a.(schemaNode)["then"].(schemaNode); ok {
+			out = append(out, then)
+		}
+	}
+	return out
+}
+
+// propDef is one definition of a property: n's own, or a branch's.
+type propDef struct {
+	node   schemaNode
+	branch bool
+}
+
+// closedProperties returns every definition of each property object
+// schema n declares, and checks that n allows no other: either n has
+// additionalProperties false, or n declares the properties common to all
+// its if/then branches and each branch declares its own, with
+// additionalProperties false, so that an editor offers in each branch
+// only the fields it allows. A branch lists a common property as true.
+func closedProperties(t *testing.T, n schemaNode, path string) map[string][]propDef {
+	t.Helper()
+	defs := map[string][]propDef{}
+	common, _ := n["properties"].(schemaNode)
+	for name, p := range common {
+		defs[name] = append(defs[name], propDef{node: p.(schemaNode)})
+	}
+	if n["additionalProperties"] == false {
+		return defs
+	}
+	if _, ok := n["allOf"].([]any); !ok {
+		t.Errorf("schema %s: additionalProperties is %v, want false (or if/then branches that each allow only their fields)", path, n["additionalProperties"])
+		return defs
+	}
+	for i, b := range branches(n) {
+		if b["additionalProperties"] != false {
+			t.Errorf("schema %s: branch %d: additionalProperties is %v, want false", path, i, b["additionalProperties"])
+		}
+		own, _ := b["properties"].(schemaNode)
+		for name, p := range own {
+			switch p := p.(type) {
+			case schemaNode:
+				if _, ok := common[name]; ok {
+					t.Errorf("schema %s: branch %d: %s is declared for every branch; list it as true", path, i, name)
+				}
+				defs[name] = append(defs[name], propDef{node: p, branch: true})
+			case bool:
+				if _, ok := common[name]; !p || !ok {
+					t.Errorf("schema %s: branch %d: %s is %v; a branch declares its fields, and lists the common ones as true", path, i, name, p)
+				}
+			}
+		}
+	}
+	return defs
 }
 
 func TestSchemaDescribesEveryFieldOfPipelineAndNoOther(t *testing.T) {
@@ -259,16 +320,84 @@ func fillField(t *testing.T, s *transform.Spec, name string) {
 	switch name {
 	case "field":
 		s.Field = "a"
-	case "routes":
-		s.Routes = map[string]string{"x": "t"}
+	case "to":
+		s.To = "b"
+	case "value":
+		s.Value = "v"
 	case "expr":
 		s.Expr = `"t"`
+	case "header":
+		s.Header = "h"
+	case "when":
+		s.When = &transform.Condition{Expr: "true"}
+	case "action":
+		s.Action = "keep"
+	case "routes":
+		s.Routes = map[string]string{"x": "t"}
+	case "default":
+		s.Default = "t"
 	case "topics":
 		s.Topics = []string{"t"}
 	case "cases":
 		s.Cases = []transform.RouteCase{{Expr: "true", Topic: "t"}}
+	case "kind":
+		s.Kind = "permanent"
+	case "reason":
+		s.Reason = "r"
+	case "duration":
+		s.Duration = time.Millisecond
 	default:
 		t.Fatalf("fillField does not know field %s", name)
+	}
+}
+
+// TestEditorsOfferInEachTransformTypeOnlyItsFields checks what an editor
+// completes inside a step of each type: the properties it merges from the
+// step's schema and from the branch whose if matches the type (a
+// property declared false is not offered, a property declared true is
+// offered from where it is described). They must be exactly type, name
+// and the fields transform.Spec.Validate does not report as "not used by
+// type" for that type.
+func TestEditorsOfferInEachTransformTypeOnlyItsFields(t *testing.T) {
+	root := loadSchema(t)
+	spec := root["$defs"].(schemaNode)["transform"].(schemaNode)
+	offered := func(props schemaNode, into map[string]bool) {
+		for name, p := range props {
+			if p != false {
+				into[name] = true
+			}
+		}
+	}
+	var fields []string
+	for name := range yamlNames(reflect.TypeFor[transform.Spec]()) {
+		if name != "type" && name != "name" {
+			fields = append(fields, name)
+		}
+	}
+	slices.Sort(fields)
+	for _, typ := range slices.Sorted(maps.Keys(transform.Registry)) {
+		got := map[string]bool{}
+		offered(spec["properties"].(schemaNode), got)
+		for _, a := range spec["allOf"].([]any) {
+			a := a.(schemaNode)
+			if a["if"].(schemaNode)["properties"].(schemaNode)["type"].(schemaNode)["const"] == typ {
+				offered(a["then"].(schemaNode)["properties"].(schemaNode), got)
+			}
+		}
+		want := []string{"name", "type"}
+		for _, f := range fields {
+			s := transform.Spec{Type: typ}
+			fillField(t, &s, f)
+			if !slices.ContainsFunc(s.Validate(), func(fe transform.FieldError) bool {
+				return fe.Path == f && strings.HasPrefix(fe.Msg, "not used by type")
+			}) {
+				want = append(want, f)
+			}
+		}
+		slices.Sort(want)
+		if got := slices.Sorted(maps.Keys(got)); !slices.Equal(got, want) {
+			t.Errorf("in a step of type %s an editor offers %v; the type uses %v", typ, got, want)
+		}
 	}
 }
 
