@@ -77,10 +77,10 @@ func TestRealBrokerAFetchOfWholeSourceBatchesIsHeldAndRenewedByTheWorker(t *test
 // 4,000 record locks. Whole batches take two batches a poll, 1,500
 // records: two transactions. record_limit takes 1,000 a poll: three
 // transactions or more. Both relay exactly once, and the relay logs the
-// mode and why. Until 2026-12-06 auto chose whole batches here (the
-// source's batches fit a poll and the locks covered the instance); the
-// chaos catalogue then showed they lose records to repeated crashes
-// (config.WholeBatchesLost).
+// mode and why. auto once chose whole batches here (the source's batches
+// fit a poll and the locks covered the instance); it no longer does, since
+// whole batches lose records to repeated crashes
+// (docs/decisions/acquire-mode.md).
 func TestRealBrokerAutoAcquiresByRecordLimitAndBatchOptimizedTakesWholeBatches(t *testing.T) {
 	seeds := seedsFor(t)
 	const n, most, batch = 3000, 1000, 750
