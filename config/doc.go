@@ -2,7 +2,13 @@
 //
 // Loading happens in fixed stages, in the manner of Prometheus and NATS:
 //
-//  1. The file is parsed into a yaml.Node tree (go.yaml.in/yaml/v3).
+//  1. The file is parsed into a yaml.Node tree (go.yaml.in/yaml/v3). A
+//     syntax error is reported alone, at its line and column (which the
+//     loader finds, the library giving neither reliably), with the line
+//     and a caret under the column, and a hint for the usual mistakes: an
+//     unquoted ${VAR} inside [ ] or { }, text after a closing quote, a
+//     backslash escape in double quotes, ": " in a plain value, a tab or
+//     a line indented wrongly.
 //  2. Every scalar value — never a key — is interpolated from the
 //     environment: ${VAR} is the variable's value and an error if it is
 //     unset; ${VAR:-default} is the default when VAR is unset or empty;
@@ -31,7 +37,7 @@
 //
 //	<file>:<line>:<col>: <path>: <message>
 //
-// ordered by position, where path is the YAML path of the value
+// (an error with a caret adds two lines, indented) ordered by position, where path is the YAML path of the value
 // ("source.topics[0]", "transforms[2].when.modulo"). A missing required
 // field is reported at the key of the mapping that should hold it.
 //
