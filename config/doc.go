@@ -28,7 +28,8 @@
 //     compiling and type-checking the steps' CEL expressions. An error in
 //     an expression is reported at its line and column within the file
 //     (in a literal or folded block too), not only at the expression's
-//     start. It reads the files the pipeline names (TLS certificates and
+//     start, with the expression's line and a caret under the column. It
+//     reads the files the pipeline names (TLS certificates and
 //     keys, an OAUTHBEARER token file), so that a missing or unreadable
 //     one is reported with the rest, but never dials a broker.
 //

@@ -82,7 +82,7 @@ func (l *loader) at(e fieldErr) Error {
 	if e.line > 0 {
 		line, col = l.within(e.path, e.line, e.col)
 	}
-	return Error{File: l.file, Line: line, Col: col, Path: e.path, Msg: e.msg}
+	return Error{File: l.file, Line: line, Col: col, Path: e.path, Msg: e.msg, Snippet: e.snippet}
 }
 
 // envUse records a scalar whose value was read, at least in part, from
