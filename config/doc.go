@@ -58,4 +58,7 @@
 //
 // A pipeline built in Go rather than loaded can use SetDefaults and
 // Validate directly; its errors carry a path but no position.
+//
+// Other YAML files of the relay — a pipeline's test files — are read as
+// strictly, with the same positions and "did you mean", by DecodeStrict.
 package config
