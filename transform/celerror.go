@@ -69,6 +69,10 @@ type exprText struct {
 	inString, closing []bool
 }
 
+// newExprText scans src for its string literals as CEL's lexer reads
+// them: in single, double or triple quotes, escapes skipped but in a raw
+// (r-prefixed) string; a string a line ends before its quote closes ends
+// with the line.
 func newExprText(src string) *exprText {
 	x := &exprText{src: []rune(src), lines: strings.Split(src, "\n")}
 	x.inString = make([]bool, len(x.src))
@@ -180,9 +184,9 @@ func (x *exprText) lastContent() int {
 	return i
 }
 
-// unclosed returns the index of the first bracket outside strings that is
-// never closed, or -1; stray returns the index of the first closing one
-// that closes nothing, or -1.
+// brackets looks at the brackets outside strings: unclosed is the index
+// of the first one opened and never closed, stray that of the first
+// closing one that closes nothing; -1 when there is none.
 func (x *exprText) brackets() (unclosed, stray int) {
 	var open []int
 	stray = -1
