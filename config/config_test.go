@@ -479,6 +479,7 @@ func TestErrorFormatLeavesOutUnknownParts(t *testing.T) {
 		{config.Error{File: "a.yml", Line: 3, Msg: "invalid YAML"}, "a.yml:3: invalid YAML"},
 		{config.Error{File: "a.yml", Msg: "empty"}, "a.yml: empty"},
 		{config.Error{Path: "name", Msg: "required"}, "name: required"},
+		{config.Error{File: "a.yml", Line: 3, Col: 5, Msg: "bad", Snippet: "x = 1\n  ^"}, "a.yml:3:5: bad\n    x = 1\n      ^"},
 	} {
 		if got := tc.e.Error(); got != tc.want {
 			t.Errorf("%+v formats as %q, want %q", tc.e, got, tc.want)

@@ -2,7 +2,13 @@
 //
 // Loading happens in fixed stages, in the manner of Prometheus and NATS:
 //
-//  1. The file is parsed into a yaml.Node tree (go.yaml.in/yaml/v3).
+//  1. The file is parsed into a yaml.Node tree (go.yaml.in/yaml/v3). A
+//     syntax error is reported alone, at its line and column (which the
+//     loader finds, the library giving neither reliably), with the line
+//     and a caret under the column, and a hint for the usual mistakes: an
+//     unquoted ${VAR} inside [ ] or { }, text after a closing quote, a
+//     backslash escape in double quotes, ": " in a plain value, a tab or
+//     a line indented wrongly.
 //  2. Every scalar value — never a key — is interpolated from the
 //     environment: ${VAR} is the variable's value and an error if it is
 //     unset; ${VAR:-default} is the default when VAR is unset or empty;
@@ -22,7 +28,8 @@
 //     compiling and type-checking the steps' CEL expressions. An error in
 //     an expression is reported at its line and column within the file
 //     (in a literal or folded block too), not only at the expression's
-//     start. It reads the files the pipeline names (TLS certificates and
+//     start, with the expression's line and a caret under the column. It
+//     reads the files the pipeline names (TLS certificates and
 //     keys, an OAUTHBEARER token file), so that a missing or unreadable
 //     one is reported with the rest, but never dials a broker.
 //
@@ -31,7 +38,7 @@
 //
 //	<file>:<line>:<col>: <path>: <message>
 //
-// ordered by position, where path is the YAML path of the value
+// (an error with a caret adds two lines, indented) ordered by position, where path is the YAML path of the value
 // ("source.topics[0]", "transforms[2].when.modulo"). A missing required
 // field is reported at the key of the mapping that should hold it.
 //
@@ -51,4 +58,7 @@
 //
 // A pipeline built in Go rather than loaded can use SetDefaults and
 // Validate directly; its errors carry a path but no position.
+//
+// Other YAML files of the relay — a pipeline's test files — are read as
+// strictly, with the same positions and "did you mean", by DecodeStrict.
 package config

@@ -7,19 +7,24 @@ import (
 	"strings"
 )
 
-// Error is one problem in a pipeline file. Line and Col are 1-based; they
-// are 0 when unknown (a YAML syntax error has no column, a Pipeline built
-// in Go has no position at all). Path is the YAML path of the offending
-// value, such as "source.topics[0]"; it is empty for an error about the
-// file as a whole.
+// Error is one problem in a pipeline file (or another file read with
+// DecodeStrict). Line and Col are 1-based; they are 0 when unknown (a
+// Pipeline built in Go has no position at all). Path is the YAML path of
+// the offending value, such as "source.topics[0]"; it is empty for an
+// error about the file as a whole.
 type Error struct {
 	File      string
 	Line, Col int
 	Path, Msg string
+	// Snippet, when set, is shown under the message: the line of an
+	// expression or of the file with a caret under the column of the
+	// error (see package internal/caret).
+	Snippet string
 }
 
 // Error formats e as "<file>:<line>:<col>: <path>: <message>", leaving out
-// the parts that are unknown.
+// the parts that are unknown, followed by the lines of its Snippet, each
+// indented by four spaces.
 func (e Error) Error() string {
 	var b strings.Builder
 	if e.File != "" {
@@ -42,6 +47,12 @@ func (e Error) Error() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Msg)
+	if e.Snippet != "" {
+		for _, ln := range strings.Split(e.Snippet, "\n") {
+			b.WriteString("\n    ")
+			b.WriteString(ln)
+		}
+	}
 	return b.String()
 }
 

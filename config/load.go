@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sharerelay/sharerelay/internal/didyoumean"
 )
 
 // Load reads the pipeline file at path and returns it parsed, defaulted and
@@ -36,12 +38,10 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (*Pipeline
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
-	l := &loader{file: name, env: env, nodes: map[string]nodePos{}, bad: map[string]bool{},
-		lines: strings.Split(string(data), "\n"), fromEnv: map[*yaml.Node]envUse{}}
-
-	root, err := l.parse(data)
-	if err != nil {
-		return nil, err
+	l := newLoader(name, "pipeline file", data, env)
+	root, errs := l.parse(data)
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	var p Pipeline
 	if root != nil {
@@ -82,7 +82,7 @@ func (l *loader) at(e fieldErr) Error {
 	if e.line > 0 {
 		line, col = l.within(e.path, e.line, e.col)
 	}
-	return Error{File: l.file, Line: line, Col: col, Path: e.path, Msg: e.msg}
+	return Error{File: l.file, Line: line, Col: col, Path: e.path, Msg: e.msg, Snippet: e.snippet}
 }
 
 // envUse records a scalar whose value was read, at least in part, from
@@ -126,6 +126,7 @@ func hideSecrets(es Errors, secrets []string) Errors {
 		for _, s := range secrets {
 			if len(s) >= minHiddenSecret {
 				es[i].Msg = strings.ReplaceAll(es[i].Msg, s, redacted)
+				es[i].Snippet = strings.ReplaceAll(es[i].Snippet, s, redacted)
 			}
 		}
 	}
@@ -139,7 +140,10 @@ const minHiddenSecret = 4
 type nodePos struct{ key, val *yaml.Node }
 
 type loader struct {
-	file  string
+	file string
+	// kind names the file in messages about it as a whole: "pipeline
+	// file", "test file".
+	kind  string
 	env   func(string) (string, bool)
 	errs  Errors
 	nodes map[string]nodePos
@@ -160,11 +164,18 @@ type loader struct {
 	secrets []string
 }
 
+// newLoader returns a loader of the file name, of the given kind, holding
+// data, that interpolates from env.
+func newLoader(name, kind string, data []byte, env func(string) (string, bool)) *loader {
+	return &loader{file: name, kind: kind, env: env, nodes: map[string]nodePos{}, bad: map[string]bool{},
+		lines: strings.Split(string(data), "\n"), fromEnv: map[*yaml.Node]envUse{}}
+}
+
 var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
 // parse parses data into the root mapping node of its single document; nil
 // for an empty document.
-func (l *loader) parse(data []byte) (*yaml.Node, error) {
+func (l *loader) parse(data []byte) (*yaml.Node, Errors) {
 	dec := yaml.NewDecoder(strings.NewReader(string(data)))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -180,7 +191,7 @@ func (l *loader) parse(data []byte) (*yaml.Node, error) {
 		return nil, Errors{l.syntaxError(data, err)}
 	default:
 		return nil, Errors{{File: l.file, Line: extra.Line, Col: extra.Column,
-			Msg: "a pipeline file holds one YAML document; found a second one"}}
+			Msg: "a " + l.kind + " holds one YAML document; found a second one"}}
 	}
 	if len(doc.Content) == 0 {
 		return nil, nil
@@ -191,49 +202,10 @@ func (l *loader) parse(data []byte) (*yaml.Node, error) {
 	}
 	if root.Kind != yaml.MappingNode {
 		return nil, Errors{{File: l.file, Line: root.Line, Col: root.Column,
-			Msg: "a pipeline must be a mapping of fields, got " + describe(root)}}
+			Msg: "a " + l.kind + " must be a mapping of fields, got " + describe(root)}}
 	}
 	return root, nil
 }
-
-// syntaxError turns a YAML parser error ("yaml: line 3: did not find
-// expected key") into an Error at the line of the problem.
-//
-// The parser's line number is often that of the enclosing construct, or
-// off by one. The line reported is instead the first one whose inclusion
-// makes the document fail with the same message: parse ever longer
-// prefixes, one line more each time. Files are small, so the quadratic
-// cost is moot; past maxSyntaxProbeLines, the parser's line is kept.
-func (l *loader) syntaxError(data []byte, err error) Error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-	}
-	if lines := strings.SplitAfter(string(data), "\n"); len(lines) <= maxSyntaxProbeLines {
-		var prefix strings.Builder
-		for i, ln := range lines {
-			prefix.WriteString(ln)
-			var n yaml.Node
-			perr := yaml.Unmarshal([]byte(prefix.String()), &n)
-			if perr == nil {
-				continue
-			}
-			pmsg := strings.TrimPrefix(perr.Error(), "yaml: ")
-			if m := yamlLineRE.FindStringSubmatch(perr.Error()); m != nil {
-				pmsg = m[2]
-			}
-			if pmsg == msg {
-				line = i + 1
-				break
-			}
-		}
-	}
-	return Error{File: l.file, Line: line, Msg: "invalid YAML: " + msg}
-}
-
-const maxSyntaxProbeLines = 2000
 
 // decodeError reports the errors of root.Decode, which carry a line only.
 func (l *loader) decodeError(err error) {
@@ -295,7 +267,12 @@ func (l *loader) interpolate(n *yaml.Node, path string) {
 	}
 }
 
-var durationType = reflect.TypeFor[time.Duration]()
+var (
+	durationType = reflect.TypeFor[time.Duration]()
+	// timeType is a struct that YAML reads from a scalar (a timestamp),
+	// like a duration: a leaf, not a mapping of fields.
+	timeType = reflect.TypeFor[time.Time]()
+)
 
 // walk checks the node n against the Go type t: mappings must name known
 // fields (once each), lists must be lists, scalars must decode into their
@@ -313,7 +290,7 @@ func (l *loader) walk(n *yaml.Node, t reflect.Type, path string) {
 		return
 	}
 	switch {
-	case t == durationType:
+	case t == durationType || t == timeType:
 		l.leaf(n, t, path)
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
@@ -664,36 +641,10 @@ func suggest(key string, t reflect.Type) string {
 			names = append(names, name)
 		}
 	}
-	best, bestD := "", 3
-	for _, name := range names {
-		if d := editDistance(strings.ToLower(key), name); d < bestD {
-			best, bestD = name, d
-		}
-	}
-	if best != "" {
+	if best, ok := didyoumean.Closest(key, names); ok {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return " (known fields: " + strings.Join(names, ", ") + ")"
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // describe names what the node n holds, for "expected X, got Y"
@@ -728,8 +679,11 @@ func describe(n *yaml.Node) string {
 }
 
 func describeType(t reflect.Type) string {
-	if t == durationType {
+	switch t {
+	case durationType:
 		return "a duration such as 500ms, 10s or 1m30s"
+	case timeType:
+		return "a timestamp such as 2024-05-01T12:00:00Z"
 	}
 	if isInt(t) {
 		return "an integer"

@@ -47,7 +47,7 @@ func (p *Pipeline) Validate() error {
 	toErrors := func(fs []fieldErr) Errors {
 		es := make(Errors, len(fs))
 		for i, e := range fs {
-			es[i] = Error{Path: e.path, Msg: e.msg}
+			es[i] = Error{Path: e.path, Msg: e.msg, Snippet: e.snippet}
 		}
 		return hideSecrets(es, p.secrets()).sort()
 	}
@@ -60,10 +60,11 @@ func (p *Pipeline) Validate() error {
 
 // fieldErr is one problem at a YAML path. line and col, when not 0, locate
 // it within the text of the scalar at path (1-based): where an expression
-// fails to compile.
+// fails to compile; snippet is then the expression's line with a caret.
 type fieldErr struct {
 	path, msg string
 	line, col int
+	snippet   string
 }
 
 type validator struct {
@@ -311,7 +312,7 @@ func (v *validator) transforms() {
 			if fe.Path != "" {
 				path += "." + fe.Path
 			}
-			v.errs = append(v.errs, fieldErr{path: path, msg: v.hideEnvValue(path, fe.Msg), line: fe.Line, col: fe.Col})
+			v.errs = append(v.errs, fieldErr{path: path, msg: v.hideEnvValue(path, fe.Msg), line: fe.Line, col: fe.Col, snippet: v.hideEnvSnippet(path, fe.Snippet)})
 		}
 		// The topics a step sends records to are topics the pipeline
 		// writes to, like output.topic.
@@ -345,6 +346,18 @@ func (v *validator) hideEnvValue(path, msg string) string {
 	}
 	msg = strings.ReplaceAll(msg, strconv.Quote(val), envValue(ref))
 	return replaceWord(msg, val, envValue(ref))
+}
+
+// hideEnvSnippet returns snippet, the line of the expression at path
+// under which a caret points, unless the expression was read from the
+// environment: the error names it by its reference, and shows none of it.
+func (v *validator) hideEnvSnippet(path, snippet string) string {
+	if v.envRef != nil {
+		if _, _, ok := v.envRef(path); ok {
+			return ""
+		}
+	}
+	return snippet
 }
 
 // replaceWord replaces each occurrence of old in s that is not part of a

@@ -3,7 +3,8 @@
 //
 // Each file is YAML for config.Parse, and names pipeline.schema.json on its
 // first line so that editors running yaml-language-server complete and check
-// it.
+// it. The tests of each pipeline (tests/, examples/tests/, read by package
+// pipetest) name pipeline-test.schema.json likewise.
 package configs
 
 import "embed"

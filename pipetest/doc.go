@@ -39,6 +39,17 @@
 //	    input: {value: {order_id: 7}, delivery_count: 1}
 //	    expect: {release: true}
 //
+// The file is read as strictly as a pipeline file (config.DecodeStrict):
+// every problem in it is reported at once, each at its file:line:col, and
+// a misspelt field with the field it probably meant ("expected: unknown
+// field (did you mean "expect"?)"). Its schema is
+// configs/pipeline-test.schema.json: a file whose first line is
+//
+//	# yaml-language-server: $schema=../pipeline-test.schema.json
+//
+// (the path relative to the file) is completed and checked in editors
+// running yaml-language-server.
+//
 // Each case expects exactly one of outputs, dead_letter and release.
 // Values compare as JSON (1.0 equals 1, key order does not matter) when
 // both the expected and the actual value parse as JSON, and as bytes

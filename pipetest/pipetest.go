@@ -1,12 +1,9 @@
 package pipetest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -16,9 +13,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/internal/didyoumean"
 	"github.com/sharerelay/sharerelay/lineage"
 	"github.com/sharerelay/sharerelay/transform"
 )
@@ -115,7 +112,7 @@ func DefaultFile(path string) string {
 	return filepath.Join(dir, "tests", stem+".test.yaml")
 }
 
-// Load reads and checks the test file at path.
+// Load reads and checks the test file at path (see Parse).
 func Load(path string) (*Suite, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -124,83 +121,76 @@ func Load(path string) (*Suite, error) {
 	return Parse(path, data)
 }
 
-// Parse parses a test file; name is used in messages. Unknown fields are
-// errors, and so is a case that does not expect exactly one outcome.
+// Parse parses a test file; name is used in messages. It is read as
+// strictly as a pipeline file (config.DecodeStrict): an unknown field is
+// an error that names the field probably meant, and every problem of the
+// file is reported at once, each as "<name>:<line>:<col>: <path>:
+// <message>", in a config.Errors value. Besides, the file needs a case,
+// each case a name and exactly one outcome.
 func Parse(name string, data []byte) (*Suite, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
 	s := &Suite{File: name}
-	if err := dec.Decode(s); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: no test cases", name)
-		}
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err == nil {
-		for i, line := range caseLines(&root) {
-			if i < len(s.Cases) {
-				s.Cases[i].Line = line
-			}
-		}
-	}
-	var errs []error
-	if len(s.Cases) == 0 {
-		errs = append(errs, fmt.Errorf("%s: no test cases", name))
+	d := config.DecodeStrict(name, "test file", data, s)
+	if len(s.Cases) == 0 && !d.Reported("cases") {
+		d.Add("cases", "no test cases: list at least one")
 	}
 	if s.MaxAttempts < 0 {
-		errs = append(errs, fmt.Errorf("%s: max_attempts must be 1 or more, got %d", name, s.MaxAttempts))
+		d.Add("max_attempts", fmt.Sprintf("must be 1 or more, got %d", s.MaxAttempts))
 	}
-	for i, c := range s.Cases {
-		where := fmt.Sprintf("%s:%d: cases[%d]", name, c.Line, i)
-		if c.Name == "" {
-			errs = append(errs, fmt.Errorf("%s: name: required", where))
+	for i := range s.Cases {
+		c := &s.Cases[i]
+		at := fmt.Sprintf("cases[%d]", i)
+		c.Line = d.Line(at)
+		if c.Name == "" && !d.Reported(at) {
+			d.Add(at+".name", "required: what the case checks, in a sentence")
 		}
-		n := 0
-		if c.Expect.Outputs != nil {
-			n++
+		switch n := c.Expect.outcomes(); {
+		case d.Reported(at):
+			// An unknown or mistyped field ("expected:") is likely why
+			// the outcome looks missing.
+		case n == 0:
+			d.Add(at+".expect", "required: one of outputs, dead_letter and release")
+		case n > 1:
+			d.Add(at+".expect", "set only one of outputs, dead_letter and release")
 		}
-		if c.Expect.DeadLetter != nil {
-			n++
-		}
-		if c.Expect.Release {
-			n++
-		}
-		if n != 1 {
-			errs = append(errs, fmt.Errorf("%s: expect: set exactly one of outputs, dead_letter and release", where))
-		}
-		if d := c.Expect.DeadLetter; d != nil && d.Kind != "" && d.Kind != lineage.DLQKindPermanent && d.Kind != lineage.DLQKindAttemptsExhausted {
-			errs = append(errs, fmt.Errorf("%s: expect.dead_letter.kind: must be %s or %s, got %q", where,
-				lineage.DLQKindPermanent, lineage.DLQKindAttemptsExhausted, d.Kind))
+		kinds := []string{lineage.DLQKindPermanent, lineage.DLQKindAttemptsExhausted}
+		if k := c.Expect.kind(); k != "" && !slices.Contains(kinds, k) {
+			msg := fmt.Sprintf("must be %s or %s, got %q", kinds[0], kinds[1], k)
+			if best, ok := didyoumean.Closest(k, kinds); ok {
+				msg += fmt.Sprintf(" (did you mean %q?)", best)
+			}
+			d.Add(at+".expect.dead_letter.kind", msg)
 		}
 		if c.Input.DeliveryCount < 0 {
-			errs = append(errs, fmt.Errorf("%s: input.delivery_count: must be 1 or more, got %d", where, c.Input.DeliveryCount))
+			d.Add(at+".input.delivery_count", fmt.Sprintf("must be 1 or more, got %d", c.Input.DeliveryCount))
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := d.Err(); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
 
-// caseLines returns the line of each element of the top-level cases list.
-func caseLines(root *yaml.Node) []int {
-	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
-		root = root.Content[0]
+// outcomes counts the outcomes e expects; a valid case expects one.
+func (e Expect) outcomes() int {
+	n := 0
+	if e.Outputs != nil {
+		n++
 	}
-	if root.Kind != yaml.MappingNode {
-		return nil
+	if e.DeadLetter != nil {
+		n++
 	}
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i].Value == "cases" && root.Content[i+1].Kind == yaml.SequenceNode {
-			var lines []int
-			for _, c := range root.Content[i+1].Content {
-				lines = append(lines, c.Line)
-			}
-			return lines
-		}
+	if e.Release {
+		n++
 	}
-	return nil
+	return n
+}
+
+// kind is the dead letter's expected kind; "" when not checked.
+func (e Expect) kind() string {
+	if e.DeadLetter == nil {
+		return ""
+	}
+	return e.DeadLetter.Kind
 }
 
 // maxAttempts is the deliveries a record gets in s's tests of p: see

@@ -3,10 +3,12 @@ package pipetest_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/pipetest"
@@ -170,22 +172,126 @@ t.test.yaml: 0 passed, 4 failed
 	}
 }
 
-func TestATestFileWithMistakesIsRejected(t *testing.T) {
-	for name, tc := range map[string]struct{ file, want string }{
-		"unknown field": {"cases:\n  - name: x\n    inptu: {}\n    expect: {release: true}\n", "field inptu not found"},
-		"no outcome":    {"cases:\n  - name: x\n    input: {}\n    expect: {}\n", "t.test.yaml:2: cases[0]: expect: set exactly one of outputs, dead_letter and release"},
-		"two outcomes":  {"cases:\n  - name: x\n    expect: {release: true, outputs: []}\n", "set exactly one"},
-		"bad kind":      {"cases:\n  - name: x\n    expect: {dead_letter: {kind: fatal}}\n", "must be permanent or attempts-exhausted"},
-		"no name":       {"cases:\n  - expect: {release: true}\n", "name: required"},
-		"no cases":      {"max_attempts: 2\n", "no test cases"},
-		"empty":         {"", "no test cases"},
+func TestATestFileWithMistakesIsRejectedWithThePositionOfEach(t *testing.T) {
+	for _, tc := range []struct{ name, file, want string }{
+		{
+			name: "a misspelt field names the field probably meant, and its absence is not reported too",
+			file: "cases:\n  - name: x\n    input: {}\n    expected: {release: true}\n",
+			want: `t.test.yaml:4:5: cases[0].expected: unknown field (did you mean "expect"?)`,
+		},
+		{
+			name: "a field close to none lists the known ones",
+			file: "cases:\n  - name: x\n    expect: {release: true, outcome: x}\n",
+			want: `t.test.yaml:3:29: cases[0].expect.outcome: unknown field (known fields: outputs, dead_letter, release)`,
+		},
+		{
+			name: "a case expecting no outcome is reported at its expect",
+			file: "cases:\n  - name: x\n    input: {}\n    expect: {}\n",
+			want: `t.test.yaml:4:13: cases[0].expect: required: one of outputs, dead_letter and release`,
+		},
+		{
+			name: "a case without expect is reported at the case",
+			file: "cases:\n  - name: x\n    input: {}\n",
+			want: `t.test.yaml:2:5: cases[0].expect: required: one of outputs, dead_letter and release`,
+		},
+		{
+			name: "a case expecting two outcomes is reported",
+			file: "cases:\n  - name: x\n    expect: {release: true, outputs: []}\n",
+			want: `t.test.yaml:3:13: cases[0].expect: set only one of outputs, dead_letter and release`,
+		},
+		{
+			name: "an unknown dead letter kind is reported at the kind",
+			file: "cases:\n  - name: x\n    expect: {dead_letter: {kind: fatal}}\n",
+			want: `t.test.yaml:3:34: cases[0].expect.dead_letter.kind: must be permanent or attempts-exhausted, got "fatal"`,
+		},
+		{
+			name: "a case without a name is reported at the case",
+			file: "cases:\n  - expect: {release: true}\n",
+			want: `t.test.yaml:2:5: cases[0].name: required: what the case checks, in a sentence`,
+		},
+		{
+			name: "a value of the wrong type names the type expected, not a Go type",
+			file: "cases:\n  - name: x\n    input: {delivery_count: two, timestamp: yesterday}\n    expect: {release: true}\n",
+			want: `t.test.yaml:3:29: cases[0].input.delivery_count: expected an integer, got "two"
+t.test.yaml:3:45: cases[0].input.timestamp: expected a timestamp such as 2024-05-01T12:00:00Z, got "yesterday"`,
+		},
+		{
+			name: "a field set twice is reported at the second",
+			file: "cases:\n  - name: x\n    name: y\n    expect: {release: true}\n",
+			want: `t.test.yaml:3:5: cases[0].name: duplicate field (first set at line 2)`,
+		},
+		{
+			name: "a negative max_attempts is reported",
+			file: "max_attempts: -1\ncases:\n  - {name: x, expect: {release: true}}\n",
+			want: `t.test.yaml:1:15: max_attempts: must be 1 or more, got -1`,
+		},
+		{
+			name: "a file without cases is reported",
+			file: "max_attempts: 2\n",
+			want: `t.test.yaml:1:1: cases: no test cases: list at least one`,
+		},
+		{
+			name: "an empty file is reported",
+			file: "",
+			want: `t.test.yaml:1:1: cases: no test cases: list at least one`,
+		},
+		{
+			name: "a file that is not a mapping is reported",
+			file: "- name: x\n",
+			want: `t.test.yaml:1:1: a test file must be a mapping of fields, got a list`,
+		},
+		{
+			name: "a YAML syntax error has its line and column, and nothing else is said",
+			file: "cases:\n  - name: x\n    input: {topic: ${T}}\n    expect: {}\n",
+			want: `t.test.yaml:3:20: invalid YAML: did not find expected ',' or '}' (inside [ ] or { }, a ${VAR} reference must be quoted: write "${T}")
+        input: {topic: ${T}}
+                       ^`,
+		},
+		{
+			name: "every problem of the file is reported in one pass, in file order",
+			file: "max_attempts: x\ncases:\n  - name: a\n    inputs: {}\n    expect: {release: true}\n  - name: b\n    expect: {}\n  - expect: {dead_letter: {kind: permanant}}\n",
+			want: `t.test.yaml:1:15: max_attempts: expected an integer, got "x"
+t.test.yaml:4:5: cases[0].inputs: unknown field (did you mean "input"?)
+t.test.yaml:7:13: cases[1].expect: required: one of outputs, dead_letter and release
+t.test.yaml:8:5: cases[2].name: required: what the case checks, in a sentence
+t.test.yaml:8:34: cases[2].expect.dead_letter.kind: must be permanent or attempts-exhausted, got "permanant" (did you mean "permanent"?)`,
+		},
 	} {
-		t.Run(name, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			_, err := pipetest.Parse("t.test.yaml", []byte(tc.file))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("error\n%v\nwant\n%s", err, tc.want)
+			}
+			var errs config.Errors
+			if !errors.As(err, &errs) {
+				t.Errorf("error %T is not a config.Errors", err)
 			}
 		})
+	}
+}
+
+func TestATestFileReadsTimestampsAndKeepsTheLineOfEachCase(t *testing.T) {
+	s, err := pipetest.Parse("t.test.yaml", []byte(`cases:
+  - name: a timestamp may be written plain
+    input: {timestamp: 2024-05-01T12:00:00Z}
+    expect: {release: true}
+
+  - name: or quoted
+    input: {timestamp: "2024-05-01T12:00:01Z"}
+    expect: {release: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	if got := s.Cases[0].Input.Timestamp; !got.Equal(want) {
+		t.Errorf("timestamp %v, want %v", got, want)
+	}
+	if got := s.Cases[1].Input.Timestamp; !got.Equal(want.Add(time.Second)) {
+		t.Errorf("quoted timestamp %v, want %v", got, want.Add(time.Second))
+	}
+	if s.Cases[0].Line != 2 || s.Cases[1].Line != 6 {
+		t.Errorf("case lines %d and %d, want 2 and 6", s.Cases[0].Line, s.Cases[1].Line)
 	}
 }
 

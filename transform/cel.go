@@ -126,11 +126,12 @@ type program struct {
 type exprError struct {
 	line, col int
 	msg       string
+	snippet   string // the line of the expression, and a caret under col
 }
 
 // compileExpr parses and type-checks src, and checks that its type can be
 // what result asks for. It returns every problem found, with positions in
-// src.
+// src, explained as celIssues explains them.
 func compileExpr(src string, result resultKind) (*cel.Ast, []exprError) {
 	env, err := celEnv()
 	if err != nil { // cannot happen: the declarations are fixed
@@ -141,11 +142,7 @@ func compileExpr(src string, result resultKind) (*cel.Ast, []exprError) {
 	}
 	ast, iss := env.Compile(src)
 	if iss.Err() != nil {
-		var errs []exprError
-		for _, e := range iss.Errors() {
-			errs = append(errs, exprError{line: e.Location.Line(), col: e.Location.Column() + 1, msg: e.Message})
-		}
-		return nil, errs
+		return nil, celIssues(src, iss.Errors())
 	}
 	if t := ast.OutputType(); !typeFits(t, result) {
 		return nil, []exprError{{line: 1, col: 1, msg: fmt.Sprintf("must evaluate to %s, but its type is %s", result, t)}}
@@ -183,7 +180,7 @@ func checkExpr(path, src string, result resultKind) []FieldError {
 	_, errs := compileExpr(src, result)
 	out := make([]FieldError, len(errs))
 	for i, e := range errs {
-		out[i] = FieldError{Path: path, Msg: e.msg, Line: e.line, Col: e.col}
+		out[i] = FieldError{Path: path, Msg: e.msg, Line: e.line, Col: e.col, Snippet: e.snippet}
 	}
 	return out
 }
@@ -195,7 +192,7 @@ func newProgram(path, src string, result resultKind, o Options) (*program, error
 	if len(errs) > 0 {
 		fe := make([]FieldError, len(errs))
 		for i, e := range errs {
-			fe[i] = FieldError{Path: path, Msg: e.msg, Line: e.line, Col: e.col}
+			fe[i] = FieldError{Path: path, Msg: e.msg, Line: e.line, Col: e.col, Snippet: e.snippet}
 		}
 		return nil, &ValidationError{Errors: fe}
 	}

@@ -307,6 +307,10 @@ func TestValidateExpressions(t *testing.T) {
 	pos := func(path, msg string, line, col int) transform.FieldError {
 		return transform.FieldError{Path: path, Msg: msg, Line: line, Col: col}
 	}
+	withSnippet := func(fe transform.FieldError, snippet string) transform.FieldError {
+		fe.Snippet = snippet
+		return fe
+	}
 	tests := []struct {
 		name string
 		spec S
@@ -314,13 +318,14 @@ func TestValidateExpressions(t *testing.T) {
 	}{
 		{name: "an undeclared variable is reported at its column",
 			spec: S{Type: "filter", When: &C{Expr: `key == "a" && vaule.x == 1`}},
-			want: []transform.FieldError{pos("when.expr", "undeclared reference to 'vaule' (did you mean 'value'?)", 1, 15)}},
+			want: []transform.FieldError{withSnippet(pos("when.expr", "undeclared reference to 'vaule' (did you mean 'value'?)", 1, 15),
+				`key == "a" && vaule.x == 1`+"\n"+`              ^`)}},
 		{name: "a syntax error is reported at its line and column",
 			spec: S{Type: "set", Field: "x", Expr: "[\n  value.a +\n]"},
-			want: []transform.FieldError{pos("expr", "Syntax error: mismatched input ']' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}", 3, 1)}},
+			want: []transform.FieldError{withSnippet(pos("expr", "Syntax error: mismatched input ']' (a value is missing here)", 3, 1), "]\n^")}},
 		{name: "a type error is reported",
 			spec: S{Type: "map", Expr: `key + 1`},
-			want: []transform.FieldError{pos("expr", "found no matching overload for '_+_' applied to '(string, int)'", 1, 5)}},
+			want: []transform.FieldError{withSnippet(pos("expr", "found no matching overload for '_+_' applied to '(string, int)'", 1, 5), "key + 1\n    ^")}},
 		{name: "a condition must be a bool",
 			spec: S{Type: "filter", When: &C{Expr: `key`}},
 			want: []transform.FieldError{pos("when.expr", "must evaluate to a bool, but its type is string", 1, 1)}},

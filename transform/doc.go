@@ -57,7 +57,11 @@
 // strings, math and encoders extensions, and optional values
 // (value.?order.?id.orValue(0)). They are compiled and type-checked when
 // the chain is built (and by Spec.Validate), and evaluated with a cost
-// limit (Options.CostLimit) so that no expression can stall a worker. The
+// limit (Options.CostLimit) so that no expression can stall a worker. A
+// compile error is a FieldError at the line and column of the mistake,
+// with the expression's line and a caret under it (FieldError.Snippet)
+// and a hint for the usual mistakes: = for ==, and/or/not for &&/||/!,
+// a string quoted wrongly, a name that is not one of the variables. The
 // variables are:
 //
 //	value           dyn                  the value parsed as JSON (any JSON value)

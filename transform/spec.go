@@ -122,6 +122,10 @@ type FieldError struct {
 	Path      string
 	Msg       string
 	Line, Col int
+	// Snippet, for an error in an expression, is the line of the
+	// expression at Line and, below it, a caret under Col; "" for other
+	// errors. Error leaves it out: config shows it under the message.
+	Snippet string
 }
 
 // Error returns "path: message", without the line and column, which the
