@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -109,5 +110,23 @@ func TestTheRepositorysReadmeAndDocsHaveNoBrokenLinks(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Error(p)
+	}
+}
+
+// date matches a calendar date or a year and month (2026-12-06, 2026-12).
+var date = regexp.MustCompile(`\b(19|20)\d\d-(0[1-9]|1[0-2])\b`)
+
+// TestTheREADMECarriesNoDates keeps measurement history out of the
+// user's guide: dates belong to docs/benchmarks.md and docs/decisions/.
+// It lives here because this is the package that reads the docs.
+func TestTheREADMECarriesNoDates(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		if m := date.FindString(line); m != "" {
+			t.Errorf("README.md:%d: a date (%s): move the history it belongs to into docs/benchmarks.md or docs/decisions/", i+1, m)
+		}
 	}
 }
