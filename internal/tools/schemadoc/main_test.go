@@ -107,9 +107,10 @@ const ifThenSteps = `{
          "then": {"required": ["field"], "properties": {"topics": false, "expr": false}}},
         {"if": {"properties": {"type": {"const": "copy"}}, "required": ["type"]},
          "then": {"required": ["topics"], "properties": {"field": false, "value": false, "expr": false}}},
+        {"if": {"properties": {"type": {"enum": ["copy", "route"]}}, "required": ["type"]},
+         "then": {"properties": {"value": false}}},
         {"if": {"properties": {"type": {"const": "route"}}, "required": ["type"]},
-         "then": {"properties": {"value": false},
-                  "anyOf": [{"required": ["field", "topics"], "properties": {"expr": false}},
+         "then": {"anyOf": [{"required": ["field", "topics"], "properties": {"expr": false}},
                             {"required": ["expr", "topics"], "properties": {"field": false}}]}}
       ]
     }
@@ -141,6 +142,9 @@ func TestIfThenBranchesGiveEachTypeASubsectionWithOnlyItsFields(t *testing.T) {
 		t.Errorf("copy lists fields its branch forbids:\n%s", cp)
 	}
 	route := part(t, page, "### `type: route`")
+	if row(t, route, "value") != "" {
+		t.Errorf("route lists value, which an if naming it with another type in an enum forbids:\n%s", route)
+	}
 	if !strings.Contains(route, "One of these forms:\n\n- `field` + `topics`\n- `expr` + `topics`") {
 		t.Errorf("route's forms are not listed:\n%s", route)
 	}
@@ -279,5 +283,29 @@ func TestTheCommandWritesThePageNamingTheSchemaFromTheModuleRoot(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(page), "<!-- Generated from configs/pipeline.schema.json by `go run ./internal/tools/schemadoc`.") {
 		t.Errorf("the page does not say what it is generated from and how: %.200q", page)
+	}
+}
+
+func TestAStepThatIsOnlyOneOfItsTypesGetsOneSectionWithASubsectionPerType(t *testing.T) {
+	page := renderSchema(t, `{
+  "type": "object",
+  "properties": {"steps": {"type": "array", "items": {"$ref": "#/$defs/step"}}},
+  "$defs": {
+    "step": {"oneOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}]},
+    "a": {"type": "object", "required": ["type"], "properties": {"type": {"const": "a"}, "x": {"type": "integer", "minimum": 1}}},
+    "b": {"type": "object", "required": ["type", "y"], "properties": {"type": {"const": "b"}, "y": {"type": "string"}}}
+  }
+}`)
+	if n := strings.Count(page, "\n## `steps[]`\n"); n != 1 {
+		t.Fatalf("%d sections for the step, want 1:\n%s", n, page)
+	}
+	if r := row(t, part(t, page, "### `type: a`"), "x"); !strings.Contains(r, "at least 1") {
+		t.Errorf("a's x: %q", r)
+	}
+	if r := row(t, part(t, page, "### `type: b`"), "y"); !strings.Contains(r, "**required**") {
+		t.Errorf("b's y: %q", r)
+	}
+	if r := row(t, page, "steps"); !strings.Contains(r, "list of object, see [`steps[]`](#steps)") {
+		t.Errorf("the steps field does not link to the step's section: %q", r)
 	}
 }

@@ -228,12 +228,13 @@ type variant struct {
 	branches []*object // the then schemas, or the alternatives themselves
 }
 
-// discriminator returns the field a branch fixes and the value it fixes
-// it to, from properties.<field>.const (or a one-value enum).
-func discriminator(s *object) (field, value string, ok bool) {
+// discriminator returns the field a branch fixes and the values it
+// allows it, from properties.<field>.const or .enum (an if that names
+// several types applies its then to each).
+func discriminator(s *object) (field string, values []string, ok bool) {
 	props := s.obj("properties")
 	if props == nil {
-		return "", "", false
+		return "", nil, false
 	}
 	for _, k := range props.keys {
 		fs, _ := props.vals[k].(*object)
@@ -241,13 +242,16 @@ func discriminator(s *object) (field, value string, ok bool) {
 			continue
 		}
 		if c, has := fs.vals["const"]; has {
-			return k, valueText(c), true
+			return k, []string{valueText(c)}, true
 		}
-		if e := fs.list("enum"); len(e) == 1 {
-			return k, valueText(e[0]), true
+		if e := fs.list("enum"); len(e) > 0 {
+			for _, v := range e {
+				values = append(values, valueText(v))
+			}
+			return k, values, true
 		}
 	}
-	return "", "", false
+	return "", nil, false
 }
 
 // variants finds the branches of s by the value of one field: if/then
@@ -278,9 +282,11 @@ func (p *page) variants(s *object) (string, []variant) {
 		if cond == nil {
 			return
 		}
-		if f, v, ok := discriminator(cond); ok {
+		if f, vs, ok := discriminator(cond); ok {
 			then, _ := c.get("then").(*object)
-			add(f, v, then)
+			for _, v := range vs {
+				add(f, v, then)
+			}
 		}
 	}
 	conditional(s)
@@ -296,8 +302,10 @@ func (p *page) variants(s *object) (string, []variant) {
 				continue
 			}
 			alt = p.d.resolve(alt)
-			if f, v, ok := discriminator(alt); ok {
-				add(f, v, alt)
+			if f, vs, ok := discriminator(alt); ok {
+				for _, v := range vs {
+					add(f, v, alt)
+				}
 			}
 		}
 	}
@@ -586,11 +594,19 @@ func (p *page) link(key, resolved *object, path string) (string, []section) {
 	return fmt.Sprintf("object, see [`%s`](#%s)", title, slug("`"+title+"`")), kids
 }
 
-// isRecord reports whether s (resolved) is an object with named fields,
-// which gets a section of its own.
+// isRecord reports whether s is an object with named fields, which gets a
+// section of its own: fields of its own, or only those of its variants (a
+// step defined as oneOf one definition per type).
 func isRecord(d *schemaDoc, s *object) bool {
 	s = d.resolve(s)
-	return s.obj("properties") != nil && (s.str("type") == "object" || !s.has("type"))
+	if s.has("type") && s.str("type") != "object" {
+		return false
+	}
+	if s.obj("properties") != nil {
+		return true
+	}
+	_, vs := (&page{d: d}).variants(s)
+	return len(vs) > 0
 }
 
 // typeNames lists s's "type", a string or a list.
