@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -50,6 +51,29 @@ func TestEveryAlertLinksItsRunbook(t *testing.T) {
 		}
 	}
 	if len(anchors) == 0 {
+		t.Fatalf("%s: no alerts read", alertsFile)
+	}
+}
+
+// operationsDoc is the page the runbook links point into.
+const operationsDoc = "../docs/operations.md"
+
+func TestEveryAlertHasItsRunbookEntryInTheOperationsGuide(t *testing.T) {
+	doc, err := os.ReadFile(operationsDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, g := range readRules(t).Groups {
+		for _, r := range g.Rules {
+			n++
+			anchor := fmt.Sprintf(`<a id="%s"></a>`, runbookAnchor(r.Alert))
+			if !strings.Contains(string(doc), anchor+"\n### "+r.Alert+"\n") {
+				t.Errorf("%s: no runbook entry for alert %s (want %s followed by the heading ### %s)", operationsDoc, r.Alert, anchor, r.Alert)
+			}
+		}
+	}
+	if n == 0 {
 		t.Fatalf("%s: no alerts read", alertsFile)
 	}
 }
