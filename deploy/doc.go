@@ -7,7 +7,7 @@
 // renamed metric otherwise turns a panel blank and an alert silent), the
 // dashboard must show every metric the relay exports, the rules must have
 // the fields Prometheus and the on-call need, and the Dockerfile and the
-// unit must keep the properties the README promises (a static binary run
+// unit must keep the properties docs/operations.md promises (a static binary run
 // as non-root; a stop timeout above the relay's shutdown bound), since no
 // Docker engine or systemd runs in CI.
 package deploy

@@ -322,7 +322,7 @@ func TestSystemdUnitStopsCleanlyAndRunsConfined(t *testing.T) {
 		}
 	}
 
-	// The README promises that a SIGTERM ends the relay within
+	// docs/operations.md promises that a SIGTERM ends the relay within
 	// batch.drain_timeout + output.transaction_timeout + 10 s; systemd
 	// must not SIGKILL it sooner.
 	stop, ok := parseTimespan(u.get("Service", "TimeoutStopSec"))

@@ -533,7 +533,7 @@ func TestRealBrokerBrokerDownWhileRunning(t *testing.T) {
 }
 
 // SIGTERM while a batch is in flight and the broker is dead: the relay
-// exits within output.transaction_timeout + 10 s, exit 0 — the README's
+// exits within output.transaction_timeout + 10 s, exit 0 — docs/operations.md's
 // bound without its batch.drain_timeout, because a drain does not wait
 // for a cluster that takes no writes; a new instance finishes the work
 // exactly once.

@@ -148,7 +148,7 @@ func (a permission) String() string {
 }
 
 // relayPermissions is the smallest set of ACLs an exactly-once relay runs
-// with, as the README's table gives it: the secured tests run the
+// with, as docs/operations.md's table gives it: the secured tests run the
 // pipelines with exactly these (no cluster permission at all, no
 // IDEMPOTENT_WRITE), and remove one at a time to see it named.
 func relayPermissions(p *harness.Pipeline) []permission {

@@ -20,7 +20,7 @@ import (
 )
 
 // BenchmarkVerifyMemory measures relay verify's memory on a large topic:
-// VERIFY_RECORDS source records (default 1,000,000; the README's figure is
+// VERIFY_RECORDS source records (default 1,000,000; docs/benchmarks.md's figure is
 // from 5,000,000) on 3 partitions, each with one output, then one
 // audit.Verify while the peak live heap is sampled. It reports the peak
 // heap per source record; VERIFY_HEAP_PROFILE=<file> writes a heap

@@ -58,7 +58,7 @@ type acl struct {
 	op   kadm.ACLOperation
 }
 
-// everything is what the relay needs for pipeline(): the README's table.
+// everything is what the relay needs for pipeline(): docs/operations.md's table.
 var everything = []acl{
 	{"topic", "orders", kadm.OpRead},
 	{"topic", "jobs", kadm.OpWrite}, {"topic", "jobs", kadm.OpDescribeConfigs},

@@ -71,7 +71,7 @@ var benchProperties = map[string]string{
 // getBroker returns the cluster in KAFKA_BOOTSTRAP_SERVERS, or starts a
 // local one whose share groups may hold recordLocks record locks per
 // partition (group.share.max.partition.max.record.locks; 0: Kafka's
-// default). The bench's default is the setting the README recommends
+// default). The bench's default is the setting docs/operations.md recommends
 // for the relay: at Kafka's 4,000 the relay's 2 workers × 4 consumers ×
 // 2,000 records ask for more locks than a group of a 3-partition topic
 // may hold, and a mode that holds records longer (exactly-once, through

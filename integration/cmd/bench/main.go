@@ -15,7 +15,7 @@
 // the relay binary sets none). The local broker lets a share group hold up to
 // -broker-record-locks record locks per partition
 // (group.share.max.partition.max.record.locks; 10,000, the setting the
-// README recommends for the relay; 0 keeps Kafka's 4,000).
+// docs/operations.md recommends for the relay; 0 keeps Kafka's 4,000).
 //
 // Throughput. For each value size (-sizes) a source topic of 3 partitions
 // is loaded once with -records records (keyed, JSON values with an id).
@@ -274,14 +274,14 @@ func (o *options) defineFlags(fs *flag.FlagSet) listFlags {
 	l.relayGroup = fs.String("relay-group", "", "share-group configs of the relay contenders in the throughput and latency runs (source.group_configs), e.g. share.partition.max.record.locks=4000")
 	l.relayClient = fs.String("relay-client", "", "client settings of the relay contenders in the throughput and latency runs, section.key=value, e.g. consumer.fetch_max_bytes=4194304 (default: the relay's defaults)")
 	fs.StringVar(&o.relayCompression, "relay-compression", "", "client.producer.compression of the relay contenders in the throughput and latency runs (default: the relay's default)")
-	fs.IntVar(&o.memoryLimitMiB, "memory-limit-mib", 0, "soft memory limit of this process, where the relay runs, in MiB, as GOMEMLIMIT would set it (0: the runtime's own, from GOMEMLIMIT); see the README's Memory")
+	fs.IntVar(&o.memoryLimitMiB, "memory-limit-mib", 0, "soft memory limit of this process, where the relay runs, in MiB, as GOMEMLIMIT would set it (0: the runtime's own, from GOMEMLIMIT); see docs/operations.md, Memory")
 	fs.StringVar(&o.relayBin, "relay-bin", "", "the relay binary (make build: bin/relay); each relay contender then also runs as its own process over each source topic, for the relay's own peak RSS")
 	fs.IntVar(&o.handMaxRecords, "hand-max-records", config.DefaultMaxRecords, "records per poll of the hand-written contenders (raw-share, copier, copier-strict, classic-eos, classic-alo); the default is the relay's batch.max_records, Kafka's max.poll.records default is 500")
 	fs.IntVar(&o.sourceBatchBytes, "source-batch-bytes", 0, "the largest record batch the source topics are written in (0: franz-go's default, 1 MiB; 16384 is the Java producer's batch.size): a share fetch that acquires part of a batch makes the broker track each of its records apart")
 	fs.IntVar(&o.processRuns, "process-runs", 1, "runs of each relay contender as its own process per size (with -relay-bin)")
 	fs.StringVar(&o.latencyBaseline, "latency-baseline", "", "a bench binary of an earlier commit (make bench builds BENCH_BASELINE's); its latency runs alternate with this one's on the same broker, and the goal is the p99 ratio")
 	fs.IntVar(&o.latencyRounds, "latency-rounds", 3, "rounds of the latency runs (each relay contender, and the baseline's, once a round); the medians are reported")
-	fs.IntVar(&o.brokerRecordLocks, "broker-record-locks", 10000, "the local broker's group.share.max.partition.max.record.locks, the most record locks a share group may set per partition (the README's broker setting; 0: Kafka's default, 4000)")
+	fs.IntVar(&o.brokerRecordLocks, "broker-record-locks", 10000, "the local broker's group.share.max.partition.max.record.locks, the most record locks a share group may set per partition (the broker setting docs/operations.md gives; 0: Kafka's default, 4000)")
 	return l
 }
 
