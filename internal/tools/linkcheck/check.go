@@ -63,10 +63,15 @@ func pages(root string) ([]string, error) {
 	return files, nil
 }
 
-// checkTree checks every page under root and returns the broken links,
-// by file and line.
+// checkTree checks every page under root, and every docs path written in
+// the files git tracks there that are not Markdown, and returns the broken
+// ones, pages first, by file and line.
 func checkTree(root string) ([]problem, error) {
 	files, err := pages(root)
+	if err != nil {
+		return nil, err
+	}
+	code, err := codeFiles(root)
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +79,13 @@ func checkTree(root string) ([]problem, error) {
 	var out []problem
 	for _, f := range files {
 		ps, err := c.checkFile(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ps...)
+	}
+	for _, f := range code {
+		ps, err := c.checkCode(f)
 		if err != nil {
 			return nil, err
 		}
@@ -142,9 +154,18 @@ func (c *checker) checkLink(from, target string) string {
 		if dest == ".." || strings.HasPrefix(dest, "../") {
 			return fmt.Sprintf("link %q points outside the repository", target)
 		}
-		if _, err := os.Stat(filepath.Join(c.root, filepath.FromSlash(dest))); err != nil {
-			return fmt.Sprintf("link %q: no file %s", target, dest)
-		}
+	}
+	if msg := c.checkDest(dest, frag); msg != "" {
+		return fmt.Sprintf("link %q: %s", target, msg)
+	}
+	return ""
+}
+
+// checkDest returns why dest (relative to root), with the fragment frag
+// ("" for none), names no file or no anchor of it, "" when it names one.
+func (c *checker) checkDest(dest, frag string) string {
+	if _, err := os.Stat(filepath.Join(c.root, filepath.FromSlash(dest))); err != nil {
+		return "no file " + dest
 	}
 	if frag == "" || !strings.HasSuffix(dest, ".md") {
 		return "" // a line anchor of a source file (#L10) is GitHub's, not the file's
@@ -154,12 +175,12 @@ func (c *checker) checkLink(from, target string) string {
 	}
 	p, err := c.load(dest)
 	if err != nil {
-		return fmt.Sprintf("link %q: %v", target, err)
+		return err.Error()
 	}
 	if p.anchors[frag] {
 		return ""
 	}
-	msg := fmt.Sprintf("link %q: no anchor #%s in %s", target, frag, dest)
+	msg := fmt.Sprintf("no anchor #%s in %s", frag, dest)
 	if near := nearest(frag, p.anchors); near != "" {
 		msg += fmt.Sprintf(" (did you mean #%s?)", near)
 	}
