@@ -157,10 +157,10 @@ func TestASecuredPipelineRendersWithItsSecretsReferencedAndMonitoringOn(t *testi
 		t.Fatalf("/etc/kafka/tls is the volume %+v, want the Secret kafka-tls", vol)
 	}
 	if mode := vol.Secret.DefaultMode; mode == nil || *mode != 0o440 {
-		t.Errorf("the Secret kafka-tls is mounted with mode %v, want 0440: the key readable by the relay's group alone", mode)
+		t.Errorf("the Secret kafka-tls is mounted with mode %s, want 0440: the key readable by the relay's group alone", show(mode))
 	}
 	if g := pod.SecurityContext.FSGroup; g == nil || *g != *pod.SecurityContext.RunAsGroup {
-		t.Errorf("fsGroup %v is not the relay's group %v: it could not read the Secret's files", g, pod.SecurityContext.RunAsGroup)
+		t.Errorf("fsGroup %s is not the relay's group %s: it could not read the Secret's files", show(g), show(pod.SecurityContext.RunAsGroup))
 	}
 	if env := envVar(relay, "KAFKA_BOOTSTRAP_SERVERS"); env == nil || env.Value != "kafka.example.com:9093" {
 		t.Errorf("env KAFKA_BOOTSTRAP_SERVERS is %+v, want the value from env", env)
@@ -269,7 +269,7 @@ func checkInvariants(t *testing.T, m *manifests) {
 		bound := shutdownBound(t, pipelineOf(t, m))
 		grace := pod.TerminationGracePeriodSeconds
 		if grace == nil || time.Duration(*grace)*time.Second < bound {
-			t.Errorf("terminationGracePeriodSeconds = %v, below the shutdown bound %s of the pipeline", grace, bound)
+			t.Errorf("terminationGracePeriodSeconds = %s, below the shutdown bound %s of the pipeline", show(grace), bound)
 		}
 	})
 
@@ -279,16 +279,16 @@ func checkInvariants(t *testing.T, m *manifests) {
 			t.Fatalf("security contexts: pod %+v, container %+v", psc, sc)
 		}
 		if psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
-			t.Errorf("runAsNonRoot: pod %v, container %v; want true", psc.RunAsNonRoot, sc.RunAsNonRoot)
+			t.Errorf("runAsNonRoot: pod %s, container %s; want true", show(psc.RunAsNonRoot), show(sc.RunAsNonRoot))
 		}
 		if psc.RunAsUser == nil || *psc.RunAsUser == 0 || sc.RunAsUser != nil && *sc.RunAsUser == 0 {
-			t.Errorf("runAsUser: pod %v, container %v; want a user that is not root", psc.RunAsUser, sc.RunAsUser)
+			t.Errorf("runAsUser: pod %s, container %s; want a user that is not root", show(psc.RunAsUser), show(sc.RunAsUser))
 		}
 		if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
-			t.Errorf("readOnlyRootFilesystem = %v, want true", sc.ReadOnlyRootFilesystem)
+			t.Errorf("readOnlyRootFilesystem = %s, want true", show(sc.ReadOnlyRootFilesystem))
 		}
 		if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
-			t.Errorf("allowPrivilegeEscalation = %v, want false", sc.AllowPrivilegeEscalation)
+			t.Errorf("allowPrivilegeEscalation = %s, want false", show(sc.AllowPrivilegeEscalation))
 		}
 		if sc.Privileged != nil && *sc.Privileged {
 			t.Error("the container is privileged")
@@ -793,6 +793,14 @@ func volume(pod corev1.PodSpec, name string) *corev1.Volume {
 		}
 	}
 	return nil
+}
+
+// show prints what p points to, or "unset".
+func show[T any](p *T) string {
+	if p == nil {
+		return "unset"
+	}
+	return fmt.Sprint(*p)
 }
 
 // indent prefixes every line of s.
