@@ -357,7 +357,7 @@ func checkInvariants(t *testing.T, m *manifests) {
 		}
 	})
 
-	t.Run("secrets are referenced and never written into an object", func(t *testing.T) {
+	t.Run("secrets are referenced and never written into an object, and the environment holds only what the chart sets", func(t *testing.T) {
 		secretEnv, _ := m.values["secretEnv"].([]any)
 		for _, e := range secretEnv {
 			name := e.(map[string]any)["name"].(string)
@@ -375,6 +375,9 @@ func checkInvariants(t *testing.T, m *manifests) {
 		}
 		if len(relay.EnvFrom) != 0 {
 			t.Errorf("envFrom %+v: every variable should be named", relay.EnvFrom)
+		}
+		if pod.EnableServiceLinks == nil || *pod.EnableServiceLinks {
+			t.Error("enableServiceLinks is not false: every Service of the namespace adds variables the pipeline could interpolate by mistake")
 		}
 	})
 
@@ -512,6 +515,11 @@ batch:
 			name:      "a pipeline from an existing ConfigMap, which the chart cannot read, gets the default bound's 30s",
 			values:    "pipeline:\n  existingConfigMap: my-pipeline\n",
 			wantGrace: 30,
+		},
+		{
+			name:      "nor can it hold a grace period set for one against that file's bound",
+			values:    "pipeline:\n  existingConfigMap: my-pipeline\nterminationGracePeriodSeconds: 20\n",
+			wantGrace: 20,
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {

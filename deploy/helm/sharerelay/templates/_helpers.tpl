@@ -78,23 +78,26 @@ be read here.
 {{- end -}}
 
 {{/*
-sharerelay.shutdownBound: in whole seconds, how long the relay of
-pipeline.config may take to stop after SIGTERM: batch.drain_timeout +
-output.transaction_timeout + 10s, the bound the README documents; "" for an
-existingConfigMap or a duration the chart cannot read. The defaults are
-the relay's (config.DefaultDrainTimeout, config.DefaultTransactionTimeout);
-the chart's tests check them against configs/pipeline.schema.json.
+sharerelay.shutdownBound: in whole seconds, how long the relay may take to
+stop after SIGTERM: batch.drain_timeout + output.transaction_timeout +
+10s, as the relay documents it (configs/pipeline.schema.json, under
+drain_timeout); "" when pipeline.config writes a duration the chart cannot
+read. The bound of an existingConfigMap, which the chart cannot read, is
+that of the defaults. The defaults are the relay's
+(config.DefaultDrainTimeout, config.DefaultTransactionTimeout); the
+chart's tests check them and the 10s against the pipeline schema.
 */}}
 {{- define "sharerelay.shutdownBound" -}}
+{{- $p := dict -}}
 {{- if not .Values.pipeline.existingConfigMap -}}
-{{- $p := include "sharerelay.pipeline" . | fromYaml -}}
+{{- $p = include "sharerelay.pipeline" . | fromYaml -}}
+{{- end -}}
 {{- $batch := get $p "batch" | default dict -}}
 {{- $output := get $p "output" | default dict -}}
 {{- $drain := include "sharerelay.seconds" (list (ternary (get $batch "drain_timeout") "5s" (hasKey $batch "drain_timeout")) .) -}}
 {{- $txn := include "sharerelay.seconds" (list (ternary (get $output "transaction_timeout") "10s" (hasKey $output "transaction_timeout")) .) -}}
 {{- if and $drain $txn -}}
 {{- addf $drain $txn 10 | ceil | int -}}
-{{- end -}}
 {{- end -}}
 {{- end -}}
 
@@ -121,21 +124,20 @@ listens on $RELAY_METRICS_ADDR, which the chart sets.
 {{- end -}}
 
 {{/*
-sharerelay.gracePeriod: terminationGracePeriodSeconds, at least the
-shutdown bound of pipeline.config.
+sharerelay.gracePeriod: terminationGracePeriodSeconds: the value set,
+which must not be below the shutdown bound of pipeline.config, or that
+bound + 5s.
 */}}
 {{- define "sharerelay.gracePeriod" -}}
 {{- $bound := include "sharerelay.shutdownBound" . -}}
 {{- $set := index .Values "terminationGracePeriodSeconds" -}}
 {{- if not (kindIs "invalid" $set) -}}
-{{- if and $bound (lt (int $set) (int $bound)) -}}
+{{- if and $bound (not .Values.pipeline.existingConfigMap) (lt (int $set) (int $bound)) -}}
 {{- fail (printf "terminationGracePeriodSeconds %d is below the pipeline's shutdown bound of %ss (batch.drain_timeout + output.transaction_timeout + 10s): the relay would be killed while it stops" (int $set) $bound) -}}
 {{- end -}}
 {{- int $set -}}
 {{- else if $bound -}}
 {{- add (int $bound) 5 -}}
-{{- else if .Values.pipeline.existingConfigMap -}}
-30
 {{- else -}}
 {{- fail "terminationGracePeriodSeconds: the chart cannot read pipeline.config's batch.drain_timeout or output.transaction_timeout (a variable from a Secret?): set it to at least their sum + 10s" -}}
 {{- end -}}
