@@ -38,19 +38,28 @@ demo:
 # (Prometheus's engine stays out of the relay's module graph): ./... does
 # not reach them, so each target below runs them too.
 RULETEST := deploy/prometheus/ruletest
+HELMTEST := deploy/helm
 
 # -race everywhere; -p 1 so the real-broker packages do not each start a
-# JVM broker at the same time on a 2-core machine.
+# JVM broker at the same time on a 2-core machine. Then, whatever those
+# gave, the alert rules' and the Helm chart's tests (modules of their own,
+# so that Prometheus, Helm and the Kubernetes API stay out of the relay's
+# module graph), into the same test.out; without -race, as they evaluate
+# rules and render templates in one goroutine. The status is the first
+# failure's.
 test:
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags testcontainers ./integration/kafkatest/
-	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -v $(PKGS) 2>&1 | tee test.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test\.go)' ; exit $${PIPESTATUS[0]}
-	cd $(RULETEST) && $(GO) vet ./... && $(GO) test -race -count=1 -v ./... 2>&1 | tee -a $(CURDIR)/test.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test\.go)' ; exit $${PIPESTATUS[0]}
+	{ $(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -v $(PKGS); s=$$?; \
+	  (cd $(RULETEST) && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m -v ./...); r=$$?; \
+	  (cd $(HELMTEST) && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m -v ./...); h=$$?; \
+	  exit $$(( s != 0 ? s : r != 0 ? r : h )); } 2>&1 | tee test.out | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test\.go)' ; exit $${PIPESTATUS[0]}
 
 # Fast tests only (kfake and pure Go), no broker.
 test-unit:
 	$(GO) test -race -count=1 -short $(PKGS)
-	cd $(RULETEST) && $(GO) test -race -count=1 -short ./...
+	cd $(RULETEST) && $(GO) test -count=1 -short ./...
+	cd $(HELMTEST) && $(GO) test -count=1 -short ./...
 
 # The shipped pipelines' own tests (configs/tests/, configs/examples/tests/),
 # run offline by relay test. make test and make test-unit run them too, as
@@ -75,6 +84,7 @@ lint:
 	$(GO) run ./internal/tools/doccheck .
 	$(GO) vet -tags testcontainers ./integration/kafkatest/
 	cd $(RULETEST) && $(GO) vet ./...
+	cd $(HELMTEST) && $(GO) vet ./...
 
 # Throughput and latency side by side (raw share consume, hand-written
 # copier, relay at-least-once, relay exactly-once, a classic consumer-group

@@ -1,0 +1,144 @@
+{{/*
+The release's full name: the StatefulSet's, and so the prefix of every pod
+name and instance name. At most 52 characters, so that a pod's
+controller-revision-hash label (name + "-" + 10 characters) fits in 63.
+*/}}
+{{- define "sharerelay.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 52 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 52 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The labels that select the release's pods; they never change. */}}
+{{- define "sharerelay.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The labels of every object. */}}
+{{- define "sharerelay.labels" -}}
+{{ include "sharerelay.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "sharerelay.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- .Values.serviceAccount.name | default (include "sharerelay.fullname" .) -}}
+{{- else -}}
+{{- .Values.serviceAccount.name | default "default" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+sharerelay.value: a scalar of pipeline.config as the relay will read it,
+given (list value root). A whole ${VAR} or ${VAR:-default} reference is
+resolved against the chart's env values, else its default; it is "" when
+the chart cannot know it (a variable from secretEnv or without default).
+*/}}
+{{- define "sharerelay.value" -}}
+{{- $v := toString (index . 0) -}}
+{{- $root := index . 1 -}}
+{{- $ref := regexFindAll "^\\$\\{([A-Za-z_][A-Za-z0-9_]*)(:-(.*))?\\}$" $v 1 -}}
+{{- if not $ref -}}
+{{- $v -}}
+{{- else -}}
+{{- $name := regexReplaceAll "^\\$\\{([A-Za-z_][A-Za-z0-9_]*).*$" $v "${1}" -}}
+{{- if hasKey $root.Values.env $name -}}
+{{- toString (get $root.Values.env $name) -}}
+{{- else if contains ":-" $v -}}
+{{- regexReplaceAll "^\\$\\{[A-Za-z_][A-Za-z0-9_]*:-(.*)\\}$" $v "${1}" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+sharerelay.seconds: a Go duration as the pipeline writes one ("500ms",
+"10s", "1m30s", 0), given (list value root), in seconds; "" when it cannot
+be read here.
+*/}}
+{{- define "sharerelay.seconds" -}}
+{{- $d := include "sharerelay.value" . -}}
+{{- $units := dict "h" 3600.0 "m" 60.0 "s" 1.0 "ms" 0.001 "us" 0.000001 "µs" 0.000001 "ns" 0.000000001 -}}
+{{- $number := "[0-9]*\\.?[0-9]+" -}}
+{{- $part := printf "%s(ns|us|µs|ms|h|m|s)" $number -}}
+{{- if eq $d "0" -}}
+0
+{{- else if regexMatch (printf "^(%s)+$" $part) $d -}}
+{{- $total := 0.0 -}}
+{{- range regexFindAll $part $d -1 -}}
+{{- $n := regexFind (printf "^%s" $number) . | float64 -}}
+{{- $total = addf $total (mulf $n (get $units (trimPrefix (regexFind (printf "^%s" $number) .) .))) -}}
+{{- end -}}
+{{- $total -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+sharerelay.shutdownBound: in whole seconds, how long the relay may take to
+stop after SIGTERM: batch.drain_timeout + output.transaction_timeout +
+10s, as the relay documents it (configs/pipeline.schema.json, under
+drain_timeout); "" when pipeline.config writes a duration the chart cannot
+read. The bound of an existingConfigMap, which the chart cannot read, is
+that of the defaults. The defaults are the relay's
+(config.DefaultDrainTimeout, config.DefaultTransactionTimeout); the
+chart's tests check them and the 10s against the pipeline schema.
+*/}}
+{{- define "sharerelay.shutdownBound" -}}
+{{- $p := dict -}}
+{{- if not .Values.pipeline.existingConfigMap -}}
+{{- $p = include "sharerelay.pipeline" . | fromYaml -}}
+{{- end -}}
+{{- $batch := get $p "batch" | default dict -}}
+{{- $output := get $p "output" | default dict -}}
+{{- $drain := include "sharerelay.seconds" (list (ternary (get $batch "drain_timeout") "5s" (hasKey $batch "drain_timeout")) .) -}}
+{{- $txn := include "sharerelay.seconds" (list (ternary (get $output "transaction_timeout") "10s" (hasKey $output "transaction_timeout")) .) -}}
+{{- if and $drain $txn -}}
+{{- addf $drain $txn 10 | ceil | int -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+sharerelay.pipeline: pipeline.config, checked to be a YAML mapping whose
+metrics.listen, if written, is where the probes look: left out, the relay
+listens on $RELAY_METRICS_ADDR, which the chart sets.
+*/}}
+{{- define "sharerelay.pipeline" -}}
+{{- $p := fromYaml .Values.pipeline.config -}}
+{{- if hasKey $p "Error" -}}
+{{- fail (printf "pipeline.config is not a YAML mapping: %s" (get $p "Error")) -}}
+{{- end -}}
+{{- $metrics := get $p "metrics" | default dict -}}
+{{- if hasKey $metrics "listen" -}}
+{{- $listen := get $metrics "listen" | default "" | toString -}}
+{{- $port := .Values.metrics.port | int -}}
+{{- $here := list (printf ":%d" $port) (printf "0.0.0.0:%d" $port) (printf "[::]:%d" $port) -}}
+{{- if not (or (eq $listen "${RELAY_METRICS_ADDR}") (hasPrefix "${RELAY_METRICS_ADDR:-" $listen) (has $listen $here)) -}}
+{{- fail (printf "pipeline.config's metrics.listen is %q, where the probes cannot reach /healthz and /readyz: leave it out, or write ${RELAY_METRICS_ADDR} (the chart sets it to :%d)" $listen $port) -}}
+{{- end -}}
+{{- end -}}
+{{- .Values.pipeline.config -}}
+{{- end -}}
+
+{{/*
+sharerelay.gracePeriod: terminationGracePeriodSeconds: the value set,
+which must not be below the shutdown bound of pipeline.config, or that
+bound + 5s.
+*/}}
+{{- define "sharerelay.gracePeriod" -}}
+{{- $bound := include "sharerelay.shutdownBound" . -}}
+{{- $set := index .Values "terminationGracePeriodSeconds" -}}
+{{- if not (kindIs "invalid" $set) -}}
+{{- if and $bound (not .Values.pipeline.existingConfigMap) (lt (int $set) (int $bound)) -}}
+{{- fail (printf "terminationGracePeriodSeconds %d is below the pipeline's shutdown bound of %ss (batch.drain_timeout + output.transaction_timeout + 10s): the relay would be killed while it stops" (int $set) $bound) -}}
+{{- end -}}
+{{- int $set -}}
+{{- else if $bound -}}
+{{- add (int $bound) 5 -}}
+{{- else -}}
+{{- fail "terminationGracePeriodSeconds: the chart cannot read pipeline.config's batch.drain_timeout or output.transaction_timeout (a variable from a Secret?): set it to at least their sum + 10s" -}}
+{{- end -}}
+{{- end -}}
