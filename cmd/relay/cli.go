@@ -35,8 +35,8 @@ type command struct {
 
 // fileNote is what every command taking a pipeline file says about the
 // ways to give it.
-const fileNote = `The pipeline file may also be given as -c <pipeline.yaml>, as in earlier
-releases; flags may come before or after it.`
+const fileNote = `The pipeline file may also be given as -c <pipeline.yaml>; flags may come
+before or after it.`
 
 // usageExit2 is exit 2 for the commands that read no pipeline file.
 const usageExit2 = "usage error: an unknown flag, a missing or extra argument"
