@@ -6,7 +6,7 @@
 #   make image                      # docker build -t sharerelay:dev .
 #   docker run --rm -v $PWD/configs:/etc/sharerelay:ro \
 #     -e KAFKA_BOOTSTRAP_SERVERS=broker:9092 -e RELAY_INSTANCE=relay-1 \
-#     -p 9464:9464 sharerelay:dev run -c /etc/sharerelay/booknest-packing.yaml
+#     -p 9464:9464 sharerelay:dev run /etc/sharerelay/booknest-packing.yaml
 #
 # Nothing secret goes into the image: the pipeline file is mounted, and the
 # secrets it names as ${VAR} (KAFKA_PASSWORD, ...) come from the
@@ -37,10 +37,19 @@ LABEL org.opencontainers.image.title="sharerelay" \
       org.opencontainers.image.source="https://github.com/sharerelay/sharerelay" \
       org.opencontainers.image.revision="${REVISION}"
 COPY --from=build /out/relay /usr/local/bin/relay
-# Pipelines that write metrics.listen as ${RELAY_METRICS_ADDR:-...} (the
-# shipped ones do) listen on every interface here, so they can be scraped.
+# /metrics, /healthz and /readyz listen on every interface, so that they
+# can be scraped and probed: relay run uses RELAY_METRICS_ADDR when the
+# pipeline file has no metrics.listen (and files that write it as
+# ${RELAY_METRICS_ADDR:-...}, as the shipped ones do, read it too).
 ENV RELAY_METRICS_ADDR=:9464
 EXPOSE 9464
+# relay health asks /readyz at RELAY_METRICS_ADDR (on the loopback) and
+# exits 0 when ready, 1 when not (within its own 5 s timeout, so that it
+# says why): the image has no shell or curl to do it.
+# The start period covers connecting to the cluster and joining the share
+# group.
+HEALTHCHECK --interval=15s --timeout=10s --start-period=60s --retries=3 \
+    CMD ["/usr/local/bin/relay", "health"]
 USER nonroot:nonroot
 ENTRYPOINT ["/usr/local/bin/relay"]
-CMD ["run", "-c", "/etc/sharerelay/pipeline.yaml"]
+CMD ["run", "/etc/sharerelay/pipeline.yaml"]

@@ -166,12 +166,36 @@ func TestDockerfileBuildsAStaticRelayRunAsNonRoot(t *testing.T) {
 	} else if u == "nonroot" && !strings.HasSuffix(final.image, ":nonroot") {
 		t.Errorf("%s: USER nonroot needs the :nonroot variant of distroless, not %s", path, final.image)
 	}
+	var relayBin string
 	if eps := got["ENTRYPOINT"]; len(eps) != 1 {
 		t.Errorf("%s: want one ENTRYPOINT in the runtime stage, got %d", path, len(eps))
 	} else {
 		var argv []string
 		if err := json.Unmarshal([]byte(eps[0].args), &argv); err != nil || len(argv) == 0 || filepath.Base(argv[0]) != "relay" {
 			t.Errorf("%s:%d: ENTRYPOINT %s: want the exec form running relay (no shell in the image)", path, eps[0].line, eps[0].args)
+		} else {
+			relayBin = argv[0]
+		}
+	}
+	// The health check runs the relay's own `relay health` (the image has
+	// no shell or curl), by the path the relay was copied to.
+	if hcs := got["HEALTHCHECK"]; len(hcs) != 1 {
+		t.Errorf("%s: want one HEALTHCHECK in the runtime stage, got %d", path, len(hcs))
+	} else {
+		_, form, _ := strings.Cut(hcs[0].args, "CMD ")
+		var argv []string
+		if err := json.Unmarshal([]byte(strings.TrimSpace(form)), &argv); err != nil || len(argv) < 2 || argv[1] != "health" {
+			t.Errorf("%s:%d: HEALTHCHECK %s: want CMD in the exec form running relay health", path, hcs[0].line, hcs[0].args)
+		} else if argv[0] != relayBin {
+			t.Errorf("%s:%d: HEALTHCHECK runs %s, but the relay is %s", path, hcs[0].line, argv[0], relayBin)
+		}
+		copied := false
+		for _, in := range got["COPY"] {
+			f := strings.Fields(in.args)
+			copied = copied || f[len(f)-1] == relayBin
+		}
+		if relayBin != "" && !copied {
+			t.Errorf("%s: nothing is copied to %s, the ENTRYPOINT and HEALTHCHECK binary", path, relayBin)
 		}
 	}
 	exposed := false
@@ -181,10 +205,18 @@ func TestDockerfileBuildsAStaticRelayRunAsNonRoot(t *testing.T) {
 	if !exposed {
 		t.Errorf("%s: the runtime stage does not EXPOSE %s, the metrics port", path, metricsPort)
 	}
+	// RELAY_METRICS_ADDR turns health and metrics on for a pipeline file
+	// without metrics.listen, on every interface (so that they can be
+	// scraped from outside the container), and tells relay health where
+	// to ask.
+	metricsEnv := ""
 	for _, in := range got["ENV"] {
-		if v, ok := strings.CutPrefix(in.args, "RELAY_METRICS_ADDR="); ok && !strings.HasSuffix(v, ":"+metricsPort) {
-			t.Errorf("%s:%d: RELAY_METRICS_ADDR=%s is not the exposed port %s", path, in.line, v, metricsPort)
+		if v, ok := strings.CutPrefix(in.args, "RELAY_METRICS_ADDR="); ok {
+			metricsEnv = v
 		}
+	}
+	if metricsEnv != ":"+metricsPort && metricsEnv != "0.0.0.0:"+metricsPort {
+		t.Errorf("%s: RELAY_METRICS_ADDR=%q; want :%s, every interface on the exposed port", path, metricsEnv, metricsPort)
 	}
 
 	// The build context leaves out VCS data and files that may hold secrets.

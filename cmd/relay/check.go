@@ -12,16 +12,16 @@ import (
 // cmdCheck runs the preflight checks of a pipeline against its cluster, with
 // the pipeline's own client settings, and prints one line per check. Exit 0
 // only when no check failed.
-func cmdCheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("c", "", "pipeline config file (YAML)")
+func cmdCheck(c *command, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	cfg := cfgFlag(fs)
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	pos, code, ok := c.parse(fs, args, stdout, stderr)
+	if !ok {
+		return code
 	}
-	p, kafka, code := loadPipeline("check", *cfgPath, true, stderr)
-	if code != 0 {
+	p, kafka, code := c.loadPipeline(*cfg, pos, true, stderr)
+	if code != exitOK {
 		return code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
@@ -29,7 +29,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	rep := preflight.Check(ctx, p, kafka.Opts())
 	rep.Print(stdout)
 	if rep.Failed() {
-		return 1
+		return exitFailed
 	}
-	return 0
+	return exitOK
 }

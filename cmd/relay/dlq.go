@@ -16,36 +16,71 @@ import (
 	"github.com/sharerelay/sharerelay/internal/kafkaopts"
 )
 
-const dlqUsage = `usage:
-  relay dlq inspect -c <pipeline.yaml> [--json] [selection] [--bucket 1h] [--samples 5]
-  relay dlq replay  -c <pipeline.yaml> [--json] [selection] [--to TOPIC] [--dry-run] [--job NAME]
-                    [--chunk 100] [--attempts N] [--log-level warn]
-selection (every one given must match; a list matches any of its values):
-  --class X[,Y]   __connect.errors.exception.class.name (e.g. fail, json, cel, MESSAGE_TOO_LARGE)
-  --step S[,T]    __connect.errors.class.name, the transform step (e.g. bad-address, 0:set)
-  --kind K[,L]    permanent, attempts-exhausted or write
-  --since T       __connect.errors.timestamp at or after T: YYYY-MM-DDThh:mm:ssZ, YYYY-MM-DD, or 24h (ago)
-  --until T       ... before T
-  --offsets P:FROM-TO[,...]   offsets of the dead-letter topic (P:FROM- to its end, P:O one)
-`
+// dlqCommands are relay dlq's subcommands.
+var dlqCommands = []*command{
+	{
+		name:     "dlq inspect",
+		synopsis: "dlq inspect [--json] [selection] [--bucket 1h] [--samples 5] <pipeline.yaml>",
+		summary:  "count and sample the pipeline's dead letters",
+		about: `Reads the pipeline's dead-letter topic and prints how many dead letters
+there are by error class, transform step, kind and time bucket, with a few
+samples. The selection flags (--class, --step, --kind, --since, --until,
+--offsets) narrow what is counted: every one given must match, and a list
+matches any of its values. It writes nothing.
+
+` + fileNote,
+		exit0: "the report was printed",
+		exit1: "the dead-letter topic could not be read (the cluster unreachable, --timeout)",
+		exit2: configExit2 + "; a selection that does not parse",
+		examples: []string{
+			"relay dlq inspect configs/booknest-packing.yaml",
+			"relay dlq inspect --since 24h --class json --json configs/booknest-packing.yaml",
+		},
+		run: cmdDLQInspect,
+	},
+	{
+		name:     "dlq replay",
+		synopsis: "dlq replay [selection] [--to TOPIC] [--dry-run] [--job NAME] <pipeline.yaml>",
+		summary:  "send dead letters through the transforms again, or copy them to a topic",
+		about: `Replays the selected dead letters through the pipeline's transforms to its
+outputs (one failing again is dead-lettered again), or with --to copies
+them unchanged to that topic, exactly once: a dead letter is replayed at
+most once per ledger generation, whatever the job, so running the same
+command again finishes a replay that stopped and skips what was done.
+--dry-run says what would be replayed and writes nothing. The selection
+flags work as for relay dlq inspect.
+
+` + fileNote,
+		exit0: "the selected dead letters were replayed (with --dry-run: listed)",
+		exit1: "the replay failed or stopped before the end: run the same command again to finish it",
+		exit2: configExit2 + "; a selection that does not parse",
+		examples: []string{
+			"relay dlq replay --class json --dry-run configs/booknest-packing.yaml",
+			"relay dlq replay --since 24h --to orders.retry configs/booknest-packing.yaml",
+		},
+		run: cmdDLQReplay,
+	},
+}
 
 // cmdDLQ runs `relay dlq inspect` and `relay dlq replay`.
-func cmdDLQ(args []string, stdout, stderr io.Writer) int {
+func cmdDLQ(c *command, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, dlqUsage)
-		return 2
+		c.help(stderr, flag.NewFlagSet(c.name, flag.ContinueOnError))
+		return exitUsage
 	}
 	switch args[0] {
-	case "inspect":
-		return cmdDLQInspect(args[1:], stdout, stderr)
-	case "replay":
-		return cmdDLQReplay(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
-		fmt.Fprint(stdout, dlqUsage)
-		return 0
+		if len(args) > 1 && args[0] == "help" {
+			return cmdDLQ(c, []string{args[1], "--help"}, stdout, stderr)
+		}
+		c.help(stdout, flag.NewFlagSet(c.name, flag.ContinueOnError))
+		return exitOK
 	}
-	fmt.Fprintf(stderr, "relay dlq: unknown command %q\n%s", args[0], dlqUsage)
-	return 2
+	sub := lookup(dlqCommands, args[0])
+	if sub == nil {
+		return c.usageError(stderr, "unknown command %q: inspect or replay", args[0])
+	}
+	return sub.run(sub, args[1:], stdout, stderr)
 }
 
 // listFlag collects a repeatable, comma-separated flag.
@@ -75,23 +110,24 @@ type dlqFlags struct {
 }
 
 func (f *dlqFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.cfgPath, "c", "", "pipeline config file (YAML)")
+	fs.StringVar(&f.cfgPath, "c", "", "give `pipeline.yaml` as a flag instead of as the argument")
 	fs.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Minute, "give up after this long")
-	fs.Var(&f.classes, "class", "select by error class (repeatable, comma-separated)")
-	fs.Var(&f.steps, "step", "select by transform step (repeatable, comma-separated)")
-	fs.Var(&f.kinds, "kind", "select by kind: permanent, attempts-exhausted, write")
-	fs.StringVar(&f.since, "since", "", "select dead letters written at or after this time (RFC 3339, a date, or a duration ago)")
-	fs.StringVar(&f.until, "until", "", "select dead letters written before this time")
-	fs.StringVar(&f.offsets, "offsets", "", "select by dead-letter topic offsets: P:FROM-TO[,...]")
+	fs.Var(&f.classes, "class", "select by error `class`, the header __connect.errors.exception.class.name\n(e.g. fail, json, cel, MESSAGE_TOO_LARGE; repeatable, comma-separated)")
+	fs.Var(&f.steps, "step", "select by transform `step`, the header __connect.errors.class.name\n(e.g. bad-address, 0:set; repeatable, comma-separated)")
+	fs.Var(&f.kinds, "kind", "select by `kind`: permanent, attempts-exhausted or write (repeatable, comma-separated)")
+	fs.StringVar(&f.since, "since", "", "select dead letters written at or after this `time`, the header __connect.errors.timestamp:\nan RFC 3339 time, a date (YYYY-MM-DD), or a duration ago such as 24h")
+	fs.StringVar(&f.until, "until", "", "select dead letters written before this `time` (as --since)")
+	fs.StringVar(&f.offsets, "offsets", "", "select by `offsets` of the dead-letter topic: P:FROM-TO[,...]\n(P:FROM- to its end, P:O one)")
 }
 
-// load parses what the flags name: the pipeline, its client options, the
-// selection. It prints the problem and returns false on error.
-func (f *dlqFlags) load(cmd string, stderr io.Writer) bool {
+// load parses what the flags and the arguments (pos) name: the pipeline,
+// its client options, the selection. It prints the problem and returns
+// false on error.
+func (f *dlqFlags) load(c *command, pos []string, stderr io.Writer) bool {
 	// Unlike check and verify, the dlq commands print no config warnings.
 	var code int
-	if f.pipeline, f.kafka, code = loadPipeline("dlq "+cmd, f.cfgPath, false, stderr); code != 0 {
+	if f.pipeline, f.kafka, code = c.loadPipeline(f.cfgPath, pos, false, stderr); code != exitOK {
 		return false
 	}
 	var err error
@@ -105,13 +141,13 @@ func (f *dlqFlags) load(cmd string, stderr io.Writer) bool {
 			continue
 		}
 		if *t.dst, err = dlq.ParseTime(t.val, now); err != nil {
-			fmt.Fprintf(stderr, "relay dlq %s: %s: %v\n", cmd, t.name, err)
+			fmt.Fprintf(stderr, "relay %s: %s: %v\n", c.name, t.name, err)
 			return false
 		}
 	}
 	if f.offsets != "" {
 		if f.filter.Offsets, err = dlq.ParseOffsets(f.offsets); err != nil {
-			fmt.Fprintf(stderr, "relay dlq %s: --offsets: %v\n", cmd, err)
+			fmt.Fprintf(stderr, "relay %s: --offsets: %v\n", c.name, err)
 			return false
 		}
 	}
@@ -137,18 +173,18 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func cmdDLQInspect(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("dlq inspect", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func cmdDLQInspect(c *command, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	var f dlqFlags
 	f.register(fs)
 	bucket := fs.Duration("bucket", time.Hour, "width of the time buckets, e.g. 1h or 24h")
 	samples := fs.Int("samples", 5, "how many dead letters to show")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	pos, code, ok := c.parse(fs, args, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if !f.load("inspect", stderr) {
-		return 2
+	if !f.load(c, pos, stderr) {
+		return exitUsage
 	}
 	if *samples == 0 {
 		*samples = -1
@@ -161,48 +197,47 @@ func cmdDLQInspect(args []string, stdout, stderr io.Writer) int {
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "relay dlq inspect:", err)
-		return 1
+		return exitFailed
 	}
 	if f.asJSON {
 		if err := printJSON(stdout, rep); err != nil {
 			fmt.Fprintln(stderr, "relay dlq inspect:", err)
-			return 1
+			return exitFailed
 		}
-		return 0
+		return exitOK
 	}
 	fmt.Fprintf(stdout, "pipeline %s — ", f.pipeline.Name)
 	rep.Print(stdout)
-	return 0
+	return exitOK
 }
 
-func cmdDLQReplay(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("dlq replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func cmdDLQReplay(c *command, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	var f dlqFlags
 	f.register(fs)
-	to := fs.String("to", "", "copy the dead letters unchanged to this topic instead of running the pipeline's transforms")
+	to := fs.String("to", "", "copy the dead letters unchanged to this `topic` instead of running the pipeline's transforms")
 	dryRun := fs.Bool("dry-run", false, "say what would be replayed; write nothing")
-	job := fs.String("job", "", "the replay job's name (default: derived from the pipeline, --to and the selection)")
+	job := fs.String("job", "", "the replay job's `name` (default: derived from the pipeline, --to and the selection)")
 	chunk := fs.Int("chunk", 100, "dead letters per transaction")
 	attempts := fs.Int("attempts", 0, "tries of a dead letter whose transform fails with a retryable error (default: dead_letter.max_attempts, else 4)")
 	level := fs.String("log-level", "warn", "log level: debug, info, warn, error")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	pos, code, ok := c.parse(fs, args, stdout, stderr)
+	if !ok {
+		return code
 	}
 	log, err := newLogger(stderr, *level, "text")
 	if err != nil {
-		fmt.Fprintln(stderr, "relay dlq replay:", err)
-		return 2
+		return c.usageError(stderr, "%v", err)
 	}
-	if !f.load("replay", stderr) {
-		return 2
+	if !f.load(c, pos, stderr) {
+		return exitUsage
 	}
 	if *job == "" {
 		*job = dlq.JobID(f.pipeline.Name, f.pipeline.DeadLetter.Topic, *to, f.selection())
 	}
-	sctx, stop := signalContext(log)
-	defer stop()
-	ctx, cancel := context.WithTimeout(sctx, f.timeout)
+	sigs := catchSignals()
+	defer sigs.stop()
+	ctx, cancel := context.WithTimeout(sigs.watch(context.Background(), log), f.timeout)
 	defer cancel()
 	rep, err := dlq.Replay(ctx, dlq.ReplayOptions{
 		Pipeline: f.pipeline, ClientOpts: f.kafka.Opts(), Filter: f.filter, To: *to,
@@ -222,7 +257,7 @@ func cmdDLQReplay(args []string, stdout, stderr io.Writer) int {
 		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 			fmt.Fprintln(stderr, "relay dlq replay: stopped before the end; run the same command again to finish (it skips what was replayed)")
 		}
-		return 1
+		return exitFailed
 	}
-	return 0
+	return exitOK
 }

@@ -8,20 +8,20 @@ import (
 	"github.com/sharerelay/sharerelay/internal/kafkaopts"
 )
 
-// loadPipeline loads the pipeline file a command that talks to the cluster
-// was given with -c (path), and the client options it connects with. cmd
-// is the command as its messages name it ("check", "dlq inspect"). With
-// warn, the configuration's warnings are printed to stderr. On failure it
-// prints why to stderr and returns exit code 2; on success, 0.
-func loadPipeline(cmd, path string, warn bool, stderr io.Writer) (*config.Pipeline, *kafkaopts.Options, int) {
-	if path == "" {
-		fmt.Fprintf(stderr, "relay %s: -c <pipeline.yaml> is required\n", cmd)
-		return nil, nil, 2
+// loadPipeline loads the one pipeline file a command that talks to the
+// cluster was given, as -c (cfg) or as its argument (pos), and the client
+// options it connects with. With warn, the configuration's warnings are
+// printed to stderr. On failure it prints why to stderr and returns
+// exitUsage; on success, exitOK.
+func (c *command) loadPipeline(cfg string, pos []string, warn bool, stderr io.Writer) (*config.Pipeline, *kafkaopts.Options, int) {
+	path, ok := c.onePipeline(cfg, pos, stderr)
+	if !ok {
+		return nil, nil, exitUsage
 	}
 	p, err := config.Load(path)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return nil, nil, 2
+		return nil, nil, exitUsage
 	}
 	if warn {
 		for _, w := range p.Warnings {
@@ -30,8 +30,8 @@ func loadPipeline(cmd, path string, warn bool, stderr io.Writer) (*config.Pipeli
 	}
 	kafka, err := kafkaopts.New(p)
 	if err != nil {
-		fmt.Fprintf(stderr, "relay %s: %v\n", cmd, err)
-		return nil, nil, 2
+		fmt.Fprintf(stderr, "relay %s: %s: %v\n", c.name, path, err)
+		return nil, nil, exitUsage
 	}
-	return p, kafka, 0
+	return p, kafka, exitOK
 }

@@ -12,44 +12,46 @@ import (
 
 // cmdTest runs a pipeline's tests offline: relay test [-v] <pipeline.yaml>
 // [tests.yaml...]. With no test files named, it runs
-// pipetest.DefaultFile. It exits 1 when a case fails or a file cannot be
-// read, 2 on a usage error.
-func cmdTest(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// pipetest.DefaultFile. It exits 1 when a case fails; 2 on a usage error,
+// an invalid pipeline, or a test file it cannot load (which outweighs a
+// failing case in another file: the run is incomplete).
+func cmdTest(c *command, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	cfg := cfgFlag(fs)
 	verbose := fs.Bool("v", false, "list the passing cases too")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	pos, code, ok := c.parse(fs, args, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "relay test: give a pipeline file, then optionally test files")
-		return 2
+	args = files(*cfg, pos)
+	if len(args) == 0 {
+		return c.usageError(stderr, "give a pipeline file, then optionally test files")
 	}
-	path := fs.Arg(0)
+	path := args[0]
 	p, err := config.Load(path)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return 1
+		return exitUsage
 	}
 	chain, err := p.Chain()
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return 1
+		return exitUsage
 	}
-	files := fs.Args()[1:]
-	if len(files) == 0 {
-		files = []string{pipetest.DefaultFile(path)}
+	tests := args[1:]
+	if len(tests) == 0 {
+		tests = []string{pipetest.DefaultFile(path)}
 	}
-	status := 0
-	for _, file := range files {
+	status := exitOK
+	for _, file := range tests {
 		s, err := pipetest.Load(file)
 		if err != nil {
-			fmt.Fprintln(stderr, "relay test:", err)
-			status = 1
+			fmt.Fprintln(stderr, err) // every line names its file:line:col
+			status = exitUsage
 			continue
 		}
 		if pipetest.Report(stdout, s, pipetest.Run(context.Background(), p, chain, s), *verbose) > 0 {
-			status = 1
+			status = max(status, exitFailed)
 		}
 	}
 	return status

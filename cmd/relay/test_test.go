@@ -97,15 +97,15 @@ func TestTestRunsTheTestFilesNamed(t *testing.T) {
 	}
 }
 
-func TestTestWithoutTestsOrWithABadPipelineFails(t *testing.T) {
+func TestTestWithoutTestsOrWithABadPipelineIsAUsageError(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"packing.yaml": packing, "bad.yaml": "name: x\n"})
 	var out, errb bytes.Buffer
-	if code := run([]string{"test", filepath.Join(dir, "packing.yaml")}, &out, &errb); code != 1 ||
+	if code := run([]string{"test", filepath.Join(dir, "packing.yaml")}, &out, &errb); code != 2 ||
 		!strings.Contains(errb.String(), filepath.Join(dir, "tests", "packing.test.yaml")) {
 		t.Fatalf("no tests: exit %d, stderr %s", code, errb.String())
 	}
 	errb.Reset()
-	if code := run([]string{"test", filepath.Join(dir, "bad.yaml")}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "brokers") {
+	if code := run([]string{"test", filepath.Join(dir, "bad.yaml")}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "brokers") {
 		t.Fatalf("bad pipeline: exit %d, stderr %s", code, errb.String())
 	}
 	if code := run([]string{"test"}, &out, &errb); code != 2 {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -18,40 +17,40 @@ import (
 
 // cmdVerify audits a pipeline after the fact: every source record must be
 // in the output or the dead letters exactly once. Exit 0 only when exact.
-func cmdVerify(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("c", "", "pipeline config file (YAML)")
+func cmdVerify(c *command, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	cfg := cfgFlag(fs)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	pos, code, ok := c.parse(fs, args, stdout, stderr)
+	if !ok {
+		return code
 	}
-	p, kafka, code := loadPipeline("verify", *cfgPath, true, stderr)
-	if code != 0 {
+	p, kafka, code := c.loadPipeline(*cfg, pos, true, stderr)
+	if code != exitOK {
 		return code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	rep, err := audit.Verify(ctx, verifyConfig(p, kafka.Opts()))
 	if err != nil {
+		// Not exact as far as anyone can tell: the audit could not be
+		// done, which is no usage or configuration error.
 		fmt.Fprintln(stderr, "relay verify:", err)
-		return 2
+		return exitFailed
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := printJSON(stdout, rep); err != nil {
 			fmt.Fprintln(stderr, "relay verify:", err)
-			return 2
+			return exitFailed
 		}
 	} else {
 		printReport(stdout, p.Name, rep)
 	}
 	if !rep.Exact {
-		return 1
+		return exitFailed
 	}
-	return 0
+	return exitOK
 }
 
 // verifyConfig derives what to audit from a pipeline: its sources (read

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/metrics"
+	"github.com/sharerelay/sharerelay/relay"
+)
+
+// metricsAddrEnv is the environment variable that turns health and
+// metrics on when neither the flag nor the file does; the container image
+// sets it to :9464.
+const metricsAddrEnv = "RELAY_METRICS_ADDR"
+
+func cmdRun(c *command, args []string, stdout, stderr io.Writer) int {
+	return runPipeline(context.Background(), c, args, stdout, stderr)
+}
+
+// runPipeline is relay run, stopped by ctx as by a signal.
+func runPipeline(parent context.Context, c *command, args []string, stdout, stderr io.Writer) int {
+	// Signals first: a SIGTERM during start-up (a supervisor stopping an
+	// instance it just started) then ends the run with exit 0 instead of
+	// killing the process with the default action.
+	sigs := catchSignals()
+	defer sigs.stop()
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	cfg := cfgFlag(fs)
+	instance := fs.String("instance", "", "this instance's stable `name` (default $RELAY_INSTANCE, else the host name)")
+	level := fs.String("log-level", "info", "log `level`: debug, info, warn, error")
+	format := fs.String("log-format", "text", "log `format`: text (logfmt) or json")
+	metricsAddr := fs.String("metrics-addr", "", "serve /metrics, /healthz and /readyz on this `host:port` (default: the file's metrics.listen, else $"+metricsAddrEnv+", else off)")
+	pos, code, ok := c.parse(fs, args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	path, ok := c.onePipeline(*cfg, pos, stderr)
+	if !ok {
+		return exitUsage
+	}
+	base, err := newLogger(stderr, *level, *format)
+	if err != nil {
+		return c.usageError(stderr, "%v", err)
+	}
+	// Until the file is loaded there is no pipeline name to log with: a
+	// problem up to here is printed, not logged, and names the file.
+	p, err := config.Load(path)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitUsage
+	}
+	if *instance == "" {
+		*instance = os.Getenv("RELAY_INSTANCE")
+	}
+	if *instance == "" {
+		if *instance, err = os.Hostname(); err != nil {
+			fmt.Fprintf(stderr, "relay run: %s: --instance not set and no host name: %v\n", path, err)
+			return exitUsage
+		}
+	}
+	// Every line from here on carries pipeline and instance. The relay adds
+	// them to its own lines, so it is given the logger without them.
+	log := base.With("pipeline", p.Name, "instance", *instance)
+	ctx := sigs.watch(parent, log)
+	log.Info("relay starting", append(readBuildVersion().logAttrs(), "config", p)...)
+	logWarnings(log, p)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	r, err := relay.New(relay.Options{Pipeline: p, Instance: *instance, Registerer: reg, Logger: base})
+	if err != nil {
+		log.Error("relay failed to start", "err", err)
+		return exitUsage
+	}
+	addr := chooseMetricsAddr(*metricsAddr, p, path)
+	var srv *metrics.Server
+	if addr.addr == "" {
+		log.Info("health and metrics are off: no --metrics-addr, no metrics.listen in the file, no $" + metricsAddrEnv + "; set one to serve /metrics, /healthz and /readyz")
+	} else {
+		// Bound before the relay touches the cluster (relay.New does
+		// not): a port in use stops the start here, naming where the
+		// address came from.
+		if srv, err = metrics.Listen(addr.addr, reg); err != nil {
+			log.Error("cannot serve health and metrics: choose another address", "from", addr.from, "addr", addr.addr, "err", err)
+			return exitUsage
+		}
+		log.Info("serving /metrics, /healthz, /readyz", "addr", srv.Addr(), "from", addr.from)
+	}
+	if srv != nil {
+		srv.SetReadiness(r.Ready)
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	relayDone := make(chan struct{})
+	g.Go(func() error {
+		defer close(relayDone)
+		return r.Run(gctx)
+	})
+	if srv != nil {
+		g.Go(func() error {
+			sctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() { <-relayDone; cancel() }()
+			return srv.Serve(sctx)
+		})
+	}
+	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("relay failed", "err", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// metricsAddr is where health and metrics listen, and what said so.
+type metricsAddr struct {
+	addr string // host:port; "" is off
+	from string // "--metrics-addr", "metrics.listen in <file>", "$RELAY_METRICS_ADDR"
+}
+
+// chooseMetricsAddr picks the health and metrics address: the flag, the
+// most specific, else the file's metrics.listen, else the environment
+// (what a container image or a unit sets for every pipeline), else off.
+func chooseMetricsAddr(flagAddr string, p *config.Pipeline, path string) metricsAddr {
+	switch {
+	case flagAddr != "":
+		return metricsAddr{flagAddr, "--metrics-addr"}
+	case p.Metrics.Listen != "":
+		return metricsAddr{p.Metrics.Listen, "metrics.listen in " + path}
+	}
+	if env := os.Getenv(metricsAddrEnv); env != "" {
+		return metricsAddr{env, "$" + metricsAddrEnv}
+	}
+	return metricsAddr{}
+}
