@@ -683,7 +683,7 @@ func describeType(t reflect.Type) string {
 	case durationType:
 		return "a duration such as 500ms, 10s or 1m30s"
 	case timeType:
-		return "a timestamp such as 2024-05-01T12:00:00Z"
+		return "an RFC 3339 timestamp (YYYY-MM-DDThh:mm:ssZ)"
 	}
 	if isInt(t) {
 		return "an integer"

@@ -213,7 +213,7 @@ func TestATestFileWithMistakesIsRejectedWithThePositionOfEach(t *testing.T) {
 			name: "a value of the wrong type names the type expected, not a Go type",
 			file: "cases:\n  - name: x\n    input: {delivery_count: two, timestamp: yesterday}\n    expect: {release: true}\n",
 			want: `t.test.yaml:3:29: cases[0].input.delivery_count: expected an integer, got "two"
-t.test.yaml:3:45: cases[0].input.timestamp: expected a timestamp such as 2024-05-01T12:00:00Z, got "yesterday"`,
+t.test.yaml:3:45: cases[0].input.timestamp: expected an RFC 3339 timestamp (YYYY-MM-DDThh:mm:ssZ), got "yesterday"`,
 		},
 		{
 			name: "a field set twice is reported at the second",

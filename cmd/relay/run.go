@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,72 +34,111 @@ func runPipeline(parent context.Context, c *command, args []string, stdout, stde
 	// killing the process with the default action.
 	sigs := catchSignals()
 	defer sigs.stop()
-	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-	cfg := cfgFlag(fs)
-	instance := fs.String("instance", "", "this instance's stable `name` (default $RELAY_INSTANCE, else the host name)")
-	level := fs.String("log-level", "info", "log `level`: debug, info, warn, error")
-	format := fs.String("log-format", "text", "log `format`: text (logfmt) or json")
-	metricsAddr := fs.String("metrics-addr", "", "serve /metrics, /healthz and /readyz on this `host:port` (default: the file's metrics.listen, else $"+metricsAddrEnv+", else off)")
-	pos, code, ok := c.parse(fs, args, stdout, stderr)
+	f, path, code, ok := parseRunFlags(c, args, stdout, stderr)
 	if !ok {
 		return code
 	}
-	path, ok := c.onePipeline(*cfg, pos, stderr)
-	if !ok {
-		return exitUsage
-	}
-	base, err := newLogger(stderr, *level, *format)
+	base, err := newLogger(stderr, f.level, f.format)
 	if err != nil {
 		return c.usageError(stderr, "%v", err)
 	}
 	// Until the file is loaded there is no pipeline name to log with: a
 	// problem up to here is printed, not logged, and names the file.
-	p, err := config.Load(path)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
+	p, instance, ok := loadForRun(path, f.instance, stderr)
+	if !ok {
 		return exitUsage
-	}
-	if *instance == "" {
-		*instance = os.Getenv("RELAY_INSTANCE")
-	}
-	if *instance == "" {
-		if *instance, err = os.Hostname(); err != nil {
-			fmt.Fprintf(stderr, "relay run: %s: --instance not set and no host name: %v\n", path, err)
-			return exitUsage
-		}
 	}
 	// Every line from here on carries pipeline and instance. The relay adds
 	// them to its own lines, so it is given the logger without them.
-	log := base.With("pipeline", p.Name, "instance", *instance)
+	log := base.With("pipeline", p.Name, "instance", instance)
 	ctx := sigs.watch(parent, log)
 	log.Info("relay starting", append(readBuildVersion().logAttrs(), "config", p)...)
 	logWarnings(log, p)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	r, err := relay.New(relay.Options{Pipeline: p, Instance: *instance, Registerer: reg, Logger: base})
+	r, err := relay.New(relay.Options{Pipeline: p, Instance: instance, Registerer: reg, Logger: base})
 	if err != nil {
 		log.Error("relay failed to start", "err", err)
 		return exitUsage
 	}
-	addr := chooseMetricsAddr(*metricsAddr, p, path)
-	var srv *metrics.Server
-	if addr.addr == "" {
-		log.Info("health and metrics are off: no --metrics-addr, no metrics.listen in the file, no $" + metricsAddrEnv + "; set one to serve /metrics, /healthz and /readyz")
-	} else {
-		// Bound before the relay touches the cluster (relay.New does
-		// not): a port in use stops the start here, naming where the
-		// address came from.
-		if srv, err = metrics.Listen(addr.addr, reg); err != nil {
-			log.Error("cannot serve health and metrics: choose another address", "from", addr.from, "addr", addr.addr, "err", err)
-			return exitUsage
-		}
-		log.Info("serving /metrics, /healthz, /readyz", "addr", srv.Addr(), "from", addr.from)
+	srv, ok := startHealth(log, chooseMetricsAddr(f.metricsAddr, p, path), reg)
+	if !ok {
+		return exitUsage
 	}
 	if srv != nil {
 		srv.SetReadiness(r.Ready)
 	}
+	return serve(ctx, log, r, srv)
+}
 
+// runFlags are relay run's flags.
+type runFlags struct {
+	instance, level, format, metricsAddr string
+}
+
+// parseRunFlags parses relay run's command line: its flags and the
+// pipeline file's path. ok false means stop with code (help printed, or a
+// usage error).
+func parseRunFlags(c *command, args []string, stdout, stderr io.Writer) (f runFlags, path string, code int, ok bool) {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	cfg := cfgFlag(fs)
+	fs.StringVar(&f.instance, "instance", "", "this instance's stable `name` (default $RELAY_INSTANCE, else the host name)")
+	fs.StringVar(&f.level, "log-level", "info", "log `level`: debug, info, warn, error")
+	fs.StringVar(&f.format, "log-format", "text", "log `format`: text (logfmt) or json")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics, /healthz and /readyz on this `host:port` (default: the file's metrics.listen, else $"+metricsAddrEnv+", else off)")
+	pos, code, ok := c.parse(fs, args, stdout, stderr)
+	if !ok {
+		return f, "", code, false
+	}
+	if path, ok = c.onePipeline(*cfg, pos, stderr); !ok {
+		return f, "", exitUsage, false
+	}
+	return f, path, exitOK, true
+}
+
+// loadForRun loads the pipeline at path and chooses the instance name:
+// the flag's, else $RELAY_INSTANCE, else the host name. A problem is
+// printed to stderr, naming the file.
+func loadForRun(path, instance string, stderr io.Writer) (*config.Pipeline, string, bool) {
+	p, err := config.Load(path)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return nil, "", false
+	}
+	if instance == "" {
+		instance = os.Getenv("RELAY_INSTANCE")
+	}
+	if instance == "" {
+		if instance, err = os.Hostname(); err != nil {
+			fmt.Fprintf(stderr, "relay run: %s: --instance not set and no host name: %v\n", path, err)
+			return nil, "", false
+		}
+	}
+	return p, instance, true
+}
+
+// startHealth binds the health and metrics server at addr, or says that
+// they are off. It runs before the relay touches the cluster (relay.New
+// does not): a port in use stops the start here, naming where the
+// address came from (ok false). A nil server is off.
+func startHealth(log *slog.Logger, addr metricsAddr, reg *prometheus.Registry) (srv *metrics.Server, ok bool) {
+	if addr.addr == "" {
+		log.Info("health and metrics are off: no --metrics-addr, no metrics.listen in the file, no $" + metricsAddrEnv + "; set one to serve /metrics, /healthz and /readyz")
+		return nil, true
+	}
+	srv, err := metrics.Listen(addr.addr, reg)
+	if err != nil {
+		log.Error("cannot serve health and metrics: choose another address", "from", addr.from, "addr", addr.addr, "err", err)
+		return nil, false
+	}
+	log.Info("serving /metrics, /healthz, /readyz", "addr", srv.Addr(), "from", addr.from)
+	return srv, true
+}
+
+// serve runs the relay, and the health and metrics server while the
+// relay runs, until ctx ends (a signal) or the relay fails.
+func serve(ctx context.Context, log *slog.Logger, r *relay.Relay, srv *metrics.Server) int {
 	g, gctx := errgroup.WithContext(ctx)
 	relayDone := make(chan struct{})
 	g.Go(func() error {
