@@ -361,90 +361,128 @@ func enumValues(d *schemaDoc, s *object) []string {
 // that value allows (the object's fields, less those a branch forbids
 // with false, plus those a branch adds), required ones marked.
 func (p *page) variantSections(path string, s *object, disc string, vs []variant) []section {
-	props := s.obj("properties")
-	var discDesc string
-	if fs, ok := props.get(disc).(*object); ok {
-		discDesc = p.d.resolve(fs).str("description")
-	}
-	if fs, ok := props.get(disc).(*object); ok {
-		one := &object{keys: []string{disc}, vals: map[string]any{disc: fs}}
-		p.table(path, one, s.strings("required"), nil, false)
-	}
+	lead := p.discriminatorTable(path, s, disc)
 	p.notes(s)
-	lead := bulletTexts(discDesc)
 	var children []section
 	used := map[string]bool{disc: true}
 	for _, v := range vs {
 		fmt.Fprintf(&p.body, "### `%s: %s`\n\n", disc, v.value)
-		text := ""
-		for _, b := range v.branches {
-			if d := b.str("description"); d != "" {
-				text = d
-			}
-		}
-		if text == "" {
-			text = lead[v.value]
-		}
-		if text != "" {
-			text = upperFirst(text)
-			if !strings.HasSuffix(text, ".") {
-				text += "."
-			}
-			p.body.WriteString(escapeText(text) + "\n\n")
-		}
-		fields := &object{vals: map[string]any{}}
-		override := map[string]*object{}
-		forbidden := map[string]bool{}
-		required := append([]string{}, s.strings("required")...)
-		for _, b := range v.branches {
-			bp := b.obj("properties")
-			for _, k := range bp.keysOrNil() {
-				switch x := bp.vals[k].(type) {
-				case bool:
-					if !x {
-						forbidden[k] = true
-					}
-				case *object:
-					if k == disc {
-						continue
-					}
-					override[k] = x
-				}
-			}
-			required = append(required, b.strings("required")...)
-		}
-		add := func(k string, fs any) {
-			if k == disc || forbidden[k] || fields.has(k) {
-				return
-			}
-			if _, isObj := fs.(*object); !isObj {
-				if o := override[k]; o != nil {
-					fs = o
-				} else {
-					return
-				}
-			}
-			fields.keys = append(fields.keys, k)
-			fields.vals[k] = fs
-			used[k] = true
-		}
-		for _, k := range props.keysOrNil() {
-			add(k, props.vals[k])
-		}
-		for _, b := range v.branches {
-			bp := b.obj("properties")
-			for _, k := range bp.keysOrNil() {
-				if !props.has(k) {
-					add(k, bp.vals[k])
-				}
-			}
-		}
+		p.variantLead(v, lead[v.value])
+		fields, required, override := variantFields(s, disc, v, used)
 		children = append(children, p.table(path, fields, required, override, false)...)
 		for _, b := range v.branches {
 			p.notes(b)
 		}
 	}
-	// A field that no variant allows would vanish from the page: list it.
+	p.unusedFields(s.obj("properties"), disc, used)
+	return dedupe(children)
+}
+
+// discriminatorTable writes the table of the discriminating field alone
+// and returns the text its description gives each value ("- value:
+// text" lines), the fallback for a variant with no description of its
+// own.
+func (p *page) discriminatorTable(path string, s *object, disc string) map[string]string {
+	fs, ok := s.obj("properties").get(disc).(*object)
+	if !ok {
+		return nil
+	}
+	one := &object{keys: []string{disc}, vals: map[string]any{disc: fs}}
+	p.table(path, one, s.strings("required"), nil, false)
+	return bulletTexts(p.d.resolve(fs).str("description"))
+}
+
+// variantLead writes the paragraph under a variant's heading: the last
+// description among its branches, else fallback (the discriminator's
+// text for this value), as a sentence; nothing when both are empty.
+func (p *page) variantLead(v variant, fallback string) {
+	text := ""
+	for _, b := range v.branches {
+		if d := b.str("description"); d != "" {
+			text = d
+		}
+	}
+	if text == "" {
+		text = fallback
+	}
+	if text == "" {
+		return
+	}
+	text = upperFirst(text)
+	if !strings.HasSuffix(text, ".") {
+		text += "."
+	}
+	p.body.WriteString(escapeText(text) + "\n\n")
+}
+
+// branchRules reads what a variant's branches say about the object's
+// fields: those they forbid with false, the schemas they give fields
+// (other than the discriminator), and the fields they require.
+func branchRules(disc string, branches []*object) (override map[string]*object, forbidden map[string]bool, required []string) {
+	override = map[string]*object{}
+	forbidden = map[string]bool{}
+	for _, b := range branches {
+		bp := b.obj("properties")
+		for _, k := range bp.keysOrNil() {
+			switch x := bp.vals[k].(type) {
+			case bool:
+				if !x {
+					forbidden[k] = true
+				}
+			case *object:
+				if k != disc {
+					override[k] = x
+				}
+			}
+		}
+		required = append(required, b.strings("required")...)
+	}
+	return override, forbidden, required
+}
+
+// variantFields returns the fields variant v of s allows, in order (the
+// object's own, then those only its branches declare), the fields it
+// requires and the branches' schemas that replace the object's. A field
+// the object declares with no schema of its own (true) is listed only
+// when a branch gives it one. It marks each listed field in used.
+func variantFields(s *object, disc string, v variant, used map[string]bool) (*object, []string, map[string]*object) {
+	props := s.obj("properties")
+	override, forbidden, branchRequired := branchRules(disc, v.branches)
+	required := append([]string{}, s.strings("required")...)
+	required = append(required, branchRequired...)
+	fields := &object{vals: map[string]any{}}
+	add := func(k string, fs any) {
+		if k == disc || forbidden[k] || fields.has(k) {
+			return
+		}
+		if _, isObj := fs.(*object); !isObj {
+			if o := override[k]; o != nil {
+				fs = o
+			} else {
+				return
+			}
+		}
+		fields.keys = append(fields.keys, k)
+		fields.vals[k] = fs
+		used[k] = true
+	}
+	for _, k := range props.keysOrNil() {
+		add(k, props.vals[k])
+	}
+	for _, b := range v.branches {
+		bp := b.obj("properties")
+		for _, k := range bp.keysOrNil() {
+			if !props.has(k) {
+				add(k, bp.vals[k])
+			}
+		}
+	}
+	return fields, required, override
+}
+
+// unusedFields lists the declared fields no variant allows, which would
+// otherwise vanish from the page.
+func (p *page) unusedFields(props *object, disc string, used map[string]bool) {
 	var rest []string
 	for _, k := range props.keysOrNil() {
 		if !used[k] {
@@ -454,7 +492,6 @@ func (p *page) variantSections(path string, s *object, disc string, vs []variant
 	if len(rest) > 0 {
 		fmt.Fprintf(&p.body, "Declared, but allowed with no value of `%s`: %s.\n\n", disc, codeList(rest, "and"))
 	}
-	return dedupe(children)
 }
 
 // keysOrNil returns o's keys, nil for a nil object.
@@ -644,16 +681,48 @@ func jsonKind(values []any) string {
 // patterns, list and map constraints. Bounds of several alternatives are
 // joined with "or" (max_batch_bytes: 0, or 512 to 1073741824).
 func (p *page) rangeText(s *object) string {
-	if name := refName(s); name != "" && p.d.defs[name] != nil {
-		r := p.d.resolve(s)
-		if isRecord(p.d, r) {
-			return ""
-		}
-		if !(r.str("type") == "array" || r.has("anyOf") || r.has("oneOf")) {
-			return "" // a value type: its section says what it allows
-		}
-		s = withoutRef(r)
+	s, ok := p.rangeSubject(s)
+	if !ok {
+		return ""
 	}
+	parts := valueParts(s)
+	parts = append(parts, sizeParts(s)...)
+	if k := keysText(s.obj("propertyNames")); k != "" {
+		parts = append(parts, k)
+	}
+	if items, ok := s.get("items").(*object); ok {
+		if r := p.rangeText(items); r != "" {
+			parts = append(parts, "each "+r)
+		}
+	}
+	if alts := p.altsText(s); alts != "" {
+		parts = append(parts, alts)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// rangeSubject returns the schema whose constraints the range column
+// shows for s: s itself, or the definition it names when that is a list
+// or a choice of alternatives. It returns false for a record or a value
+// type, whose own section says what they allow.
+func (p *page) rangeSubject(s *object) (*object, bool) {
+	name := refName(s)
+	if name == "" || p.d.defs[name] == nil {
+		return s, true
+	}
+	r := p.d.resolve(s)
+	if isRecord(p.d, r) {
+		return nil, false
+	}
+	if !(r.str("type") == "array" || r.has("anyOf") || r.has("oneOf")) {
+		return nil, false // a value type: its section says what it allows
+	}
+	return withoutRef(r), true
+}
+
+// valueParts renders the constraints on a single value: enum, const,
+// bounds, pattern and the values it excludes.
+func valueParts(s *object) []string {
 	var parts []string
 	if e := s.list("enum"); len(e) > 0 {
 		parts = append(parts, "one of "+valueList(e))
@@ -672,6 +741,14 @@ func (p *page) rangeText(s *object) string {
 			parts = append(parts, "not "+valueList(e))
 		}
 	}
+	return parts
+}
+
+// sizeParts renders the length of a string, the size and uniqueness of
+// a list and the least size of a map. A minimum of zero says nothing and
+// is left out.
+func sizeParts(s *object) []string {
+	var parts []string
 	if n, ok := s.vals["minLength"].(json.Number); ok {
 		parts = append(parts, "at least "+n.String()+" "+plural(n, "character"))
 	}
@@ -690,28 +767,36 @@ func (p *page) rangeText(s *object) string {
 	if n, ok := s.vals["minProperties"].(json.Number); ok && n.String() != "0" {
 		parts = append(parts, "at least "+n.String()+" "+plural(n, "entry"))
 	}
-	if pn := s.obj("propertyNames"); pn != nil {
-		var k []string
-		if pat := pn.str("pattern"); pat != "" {
-			k = append(k, "match `"+pat+"`")
+	return parts
+}
+
+// keysText renders a map's propertyNames (pn, nil when absent): the
+// pattern its keys match and the names they may not take.
+func keysText(pn *object) string {
+	if pn == nil {
+		return ""
+	}
+	var k []string
+	if pat := pn.str("pattern"); pat != "" {
+		k = append(k, "match `"+pat+"`")
+	}
+	if n := pn.obj("not"); n != nil {
+		if e := n.list("enum"); len(e) > 0 {
+			k = append(k, "are not "+valueList(e))
 		}
-		if n := pn.obj("not"); n != nil {
-			if e := n.list("enum"); len(e) > 0 {
-				k = append(k, "are not "+valueList(e))
-			}
-			if c, ok := n.vals["const"]; ok {
-				k = append(k, "are not `"+valueText(c)+"`")
-			}
-		}
-		if len(k) > 0 {
-			parts = append(parts, "keys "+strings.Join(k, " and "))
+		if c, ok := n.vals["const"]; ok {
+			k = append(k, "are not `"+valueText(c)+"`")
 		}
 	}
-	if items, ok := s.get("items").(*object); ok {
-		if r := p.rangeText(items); r != "" {
-			parts = append(parts, "each "+r)
-		}
+	if len(k) == 0 {
+		return ""
 	}
+	return "keys " + strings.Join(k, " and ")
+}
+
+// altsText joins the distinct ranges of s's anyOf/oneOf alternatives
+// with "or", skipping the environment-variable form.
+func (p *page) altsText(s *object) string {
 	var alts []string
 	for _, key := range []string{"anyOf", "oneOf"} {
 		for _, a := range s.list(key) {
@@ -722,10 +807,7 @@ func (p *page) rangeText(s *object) string {
 			}
 		}
 	}
-	if len(alts) > 0 {
-		parts = append(parts, strings.Join(alts, ", or "))
-	}
-	return strings.Join(parts, "; ")
+	return strings.Join(alts, ", or ")
 }
 
 // bounds renders minimum, maximum and their exclusive forms.
