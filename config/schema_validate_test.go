@@ -1,7 +1,6 @@
 package config_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"maps"
 	"os"
@@ -12,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/internal/schematest"
 	"github.com/sharerelay/sharerelay/transform"
 )
 
@@ -22,27 +21,12 @@ import (
 // editor does, rather than reading its structure: what it accepts and
 // rejects is compared with what config.Parse accepts and rejects.
 
-// compiledSchema compiles the pipeline schema and returns the validator
-// of a whole file and that of one transform step.
+// compiledSchema returns the validators of a whole pipeline file and of
+// one transform step.
 func compiledSchema(t *testing.T) (file, step *jsonschema.Schema) {
 	t.Helper()
-	raw := mustReadFile(t, schemaFile)
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatalf("%s: %v", schemaFile, err)
-	}
-	c := jsonschema.NewCompiler()
-	const url = "file:///pipeline.schema.json"
-	if err := c.AddResource(url, doc); err != nil {
-		t.Fatal(err)
-	}
-	if file, err = c.Compile(url); err != nil {
-		t.Fatalf("%s: %v", schemaFile, err)
-	}
-	if step, err = c.Compile(url + "#/$defs/transform"); err != nil {
-		t.Fatalf("%s: %v", schemaFile, err)
-	}
-	return file, step
+	s := schematest.Compile(t, schemaFile, "#/$defs/transform")
+	return s[0], s[1]
 }
 
 func mustReadFile(t *testing.T, path string) []byte {
@@ -54,29 +38,11 @@ func mustReadFile(t *testing.T, path string) []byte {
 	return b
 }
 
-// asJSON turns a YAML document, or a Go value, into the value a JSON
-// decoder gives, which is what the validator takes.
-func asJSON(t *testing.T, v any) any {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
+// asJSON is the value a validator takes for v.
+func asJSON(t *testing.T, v any) any { return schematest.Value(t, v) }
 
-func yamlDoc(t *testing.T, path string) any {
-	t.Helper()
-	var v any
-	if err := yaml.Unmarshal(mustReadFile(t, path), &v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return asJSON(t, v)
-}
+// yamlDoc is the value a validator takes for the YAML file at path.
+func yamlDoc(t *testing.T, path string) any { return schematest.YAML(t, mustReadFile(t, path)) }
 
 func TestShippedAndTestPipelinesValidateAgainstTheSchema(t *testing.T) {
 	var files []string

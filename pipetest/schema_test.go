@@ -1,7 +1,6 @@
 package pipetest_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"maps"
 	"os"
@@ -13,8 +12,8 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"go.yaml.in/yaml/v3"
 
+	"github.com/sharerelay/sharerelay/internal/schematest"
 	"github.com/sharerelay/sharerelay/pipetest"
 )
 
@@ -39,30 +38,14 @@ func shippedTestFiles(t *testing.T) []string {
 
 func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	sch, err := jsonschema.NewCompiler().Compile(schemaFile)
-	if err != nil {
-		t.Fatalf("%s: %v", schemaFile, err)
-	}
-	return sch
+	return schematest.Compile(t, schemaFile)[0]
 }
 
 // validate checks the YAML test file data against sch, as an editor's
 // yaml-language-server does: as the JSON value the YAML stands for.
 func validate(t *testing.T, sch *jsonschema.Schema, data []byte) error {
 	t.Helper()
-	var v any
-	if err := yaml.Unmarshal(data, &v); err != nil {
-		t.Fatalf("not YAML: %v", err)
-	}
-	j, err := json.Marshal(v) // a timestamp becomes its RFC 3339 text
-	if err != nil {
-		t.Fatalf("not JSON: %v", err)
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sch.Validate(inst)
+	return sch.Validate(schematest.YAML(t, data))
 }
 
 func TestEveryShippedTestFileNamesTheSchemaAndValidatesAgainstIt(t *testing.T) {
