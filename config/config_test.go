@@ -409,14 +409,48 @@ func bookNest(brokers []string, metrics string) *config.Pipeline {
 	}
 }
 
+// assertPipeline compares every field a file can set, and the warnings
+// (Batch.Explicit has its own test).
 func assertPipeline(t *testing.T, got, want *config.Pipeline) {
 	t.Helper()
-	if reflect.DeepEqual(got, want) {
-		return
-	}
 	g, _ := json.MarshalIndent(got, "", "  ")
 	w, _ := json.MarshalIndent(want, "", "  ")
-	t.Errorf("pipeline differs\ngot:\n%s\nwant:\n%s", g, w)
+	if string(g) != string(w) {
+		t.Errorf("pipeline differs\ngot:\n%s\nwant:\n%s", g, w)
+	}
+	if !reflect.DeepEqual(got.Warnings, want.Warnings) {
+		t.Errorf("warnings differ\ngot:  %v\nwant: %v", got.Warnings, want.Warnings)
+	}
+}
+
+func TestBatchSaysWhichSizesThePipelineSetItself(t *testing.T) {
+	const base = "name: p\nbrokers: [b:9092]\nsource: {topics: [in]}\noutput: {topic: out}\ndead_letter: {topic: dlq}\n"
+	for _, c := range []struct {
+		batch              string
+		consumers, maxRecs bool
+	}{
+		{batch: "", consumers: false, maxRecs: false},
+		{batch: "batch: {consumers: 4}\n", consumers: true, maxRecs: false}, // the default's value, written out: kept
+		{batch: "batch: {max_records: 500}\n", consumers: false, maxRecs: true},
+		{batch: "batch: {consumers: 2, max_records: 4000}\n", consumers: true, maxRecs: true},
+	} {
+		p, err := config.Parse("p.yml", []byte(base+c.batch), testEnv)
+		if err != nil {
+			t.Fatalf("%q: %v", c.batch, err)
+		}
+		if cs, ms := p.Batch.Explicit(); cs != c.consumers || ms != c.maxRecs {
+			t.Errorf("%q: Explicit() = %v, %v; want %v, %v", c.batch, cs, ms, c.consumers, c.maxRecs)
+		}
+		p.SetDefaults() // again: its own defaults are not the file's
+		if cs, ms := p.Batch.Explicit(); cs != c.consumers || ms != c.maxRecs {
+			t.Errorf("%q after a second SetDefaults: Explicit() = %v, %v; want %v, %v", c.batch, cs, ms, c.consumers, c.maxRecs)
+		}
+	}
+	p := &config.Pipeline{Name: "p", Batch: config.Batch{Consumers: 2}}
+	p.SetDefaults()
+	if cs, ms := p.Batch.Explicit(); !cs || ms {
+		t.Errorf("a pipeline built in code with consumers 2: Explicit() = %v, %v; want true, false", cs, ms)
+	}
 }
 
 func TestOutputTopicsIncludeEveryTopicATransformMaySendTo(t *testing.T) {

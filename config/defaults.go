@@ -57,10 +57,10 @@ const (
 //	source.manage_group_config       true
 //	output.transaction_timeout       10s
 //	dead_letter.ack                  accept
-//	batch.max_records                2000
+//	batch.max_records                2000 (sized to the group's record locks at start)
 //	batch.acquire_mode               record_limit
 //	batch.poll_timeout               1s
-//	batch.consumers                  4
+//	batch.consumers                  4 (sized to the group's record locks at start)
 //	batch.linger                     0 (none)
 //	batch.transform_concurrency      1
 //	batch.renew_locks                true
@@ -106,6 +106,11 @@ func (p *Pipeline) setDefaults(explicit func(path string) bool) {
 	}
 	dur("output.transaction_timeout", &p.Output.TransactionTimeout, DefaultTransactionTimeout)
 	str("dead_letter.ack", &p.DeadLetter.Ack, DefaultDeadLetterAck)
+	if !p.Batch.defaulted { // a second SetDefaults must not take its own defaults for the pipeline's
+		p.Batch.maxRecordsSet = p.Batch.MaxRecords != 0 || explicit("batch.max_records")
+		p.Batch.consumersSet = p.Batch.Consumers != 0 || explicit("batch.consumers")
+		p.Batch.defaulted = true
+	}
 	num("batch.max_records", &p.Batch.MaxRecords, DefaultMaxRecords)
 	str("batch.acquire_mode", &p.Batch.AcquireMode, DefaultAcquireMode)
 	dur("batch.poll_timeout", &p.Batch.PollTimeout, DefaultPollTimeout)

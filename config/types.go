@@ -230,6 +230,20 @@ type Batch struct {
 	// the drain. The shutdown bound is DrainTimeout +
 	// output.transaction_timeout + 10 s (docs/decisions/drain.md).
 	DrainTimeout time.Duration `yaml:"drain_timeout" json:"drain_timeout"`
+
+	// consumersSet and maxRecordsSet say that the pipeline set Consumers
+	// and MaxRecords itself (Explicit); defaulted, that SetDefaults
+	// has run.
+	consumersSet, maxRecordsSet, defaulted bool
+}
+
+// Explicit reports whether the pipeline set batch.consumers and
+// batch.max_records itself (in its file, or in code before SetDefaults)
+// rather than taking the defaults: the relay keeps a value set, and sizes
+// one left to it to the share group's record locks
+// (sharegroup.Size).
+func (b Batch) Explicit() (consumers, maxRecords bool) {
+	return b.consumersSet, b.maxRecordsSet
 }
 
 // CEL configures the evaluation of the transforms' CEL expressions.

@@ -1,12 +1,17 @@
 package integration
 
 import (
+	"context"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sharerelay/sharerelay/integration/harness"
 	"github.com/sharerelay/sharerelay/sharegroup"
@@ -156,10 +161,10 @@ func TestRealBrokerSameInstanceNameFencesTheZombie(t *testing.T) {
 
 // At Kafka's default group.share.max.partition.max.record.locks (4,000) a
 // group cannot lock what 2 workers × 4 consumers × 2,000 records ask for
-// on a one-partition source: relay check warns, names the broker setting
-// and the value for this instance, and still passes (a warning is no
-// failure). With polls of 50 the locks suffice and it says nothing of them.
-func TestRealBrokerRelayCheckWarnsWhenTheGroupCannotLockWhatTheRelayAsksFor(t *testing.T) {
+// on a one-partition source. When the file sets both, the relay keeps
+// them: relay check warns and still passes (a warning is no failure).
+// With polls of 50 the locks suffice and it says nothing of them.
+func TestRealBrokerRelayCheckWarnsWhenTheGroupCannotLockWhatTheFileAsksFor(t *testing.T) {
 	seeds := seedsFor(t)
 	short := newPipe(t, seeds, harness.PipelineOptions{Workers: 2, Consumers: 4, MaxRecords: 2000, Partitions: 1})
 	code, out := relayCheck(t, short)
@@ -168,9 +173,7 @@ func TestRealBrokerRelayCheckWarnsWhenTheGroupCannotLockWhatTheRelayAsksFor(t *t
 		t.Fatalf("relay check exited %d on a pipeline whose only problem is a warning", code)
 	}
 	for _, want := range []string{
-		"record locks short: this instance's share consumers ask for up to 16000 records",
-		"4000 per partition of its one source partition (4000 in all)",
-		"raise group.share.max.partition.max.record.locks on the brokers from 4000 to 10000 or more (16000 a partition",
+		"warn: poll size: record locks short: batch.consumers 4 × batch.max_records 2000, as the file sets them, ask for more than the group's 2000 record locks a worker (4000 a partition × 1 source partition ÷ (1 instance × 2 workers))",
 		// The acquire mode it runs with, and why.
 		"acquire mode: record_limit (set by batch.acquire_mode",
 	} {
@@ -180,7 +183,80 @@ func TestRealBrokerRelayCheckWarnsWhenTheGroupCannotLockWhatTheRelayAsksFor(t *t
 	}
 	fine := newPipe(t, seeds, harness.PipelineOptions{Workers: 2, Consumers: 4, MaxRecords: 50, Partitions: 1})
 	code, out = relayCheck(t, fine)
-	if code != 0 || strings.Contains(out, "record locks short") {
+	if code != 0 || strings.Contains(out, "record locks short") || !strings.Contains(out, "ok: poll size: 4 consumers × 50 records fit the group's") {
 		t.Fatalf("relay check (exit %d) on 2 × 4 × 50 records, which one partition's 4000 locks cover:\n%s", code, out)
+	}
+}
+
+// sizedLine is the relay's start-up line that says how it sized its
+// share consumers.
+var sizedLine = regexp.MustCompile(`msg="share consumers sized: [^"]*\((\d+) instances? × 2 workers\)[^"]*".* consumers=(\d+) max_records=(\d+)`)
+
+// A pipeline that leaves batch.consumers and batch.max_records to the
+// relay gets what the group's record locks hold (Kafka's default broker
+// maximum: 4,000 a partition, one partition, 2 workers), as relay check
+// says beforehand; a second instance finds the first in the group and
+// takes half of what is left; and the records still go through exactly
+// once.
+func TestRealBrokerDefaultsAreSizedToTheGroupsRecordLocksAndShared(t *testing.T) {
+	seeds := seedsFor(t)
+	const n = 20000
+	p := newPipe(t, seeds, harness.PipelineOptions{Workers: 2, MaxRecords: -1, Partitions: 1})
+	code, out := relayCheck(t, p)
+	m := regexp.MustCompile(`ok: poll size: (\d+) consumers? × (\d+) records`).FindStringSubmatch(out)
+	if code != 0 || m == nil || strings.Contains(out, "record locks short") {
+		t.Fatalf("relay check (exit %d) says no poll size that fits:\n%s", code, out)
+	}
+	sized := func(pr *harness.Proc) (instances, consumers, records int) {
+		t.Helper()
+		var sm []string
+		deadline := time.Now().Add(time.Minute)
+		for sm == nil && time.Now().Before(deadline) {
+			sm = sizedLine.FindStringSubmatch(pr.LogTail(1 << 20))
+			time.Sleep(100 * time.Millisecond)
+		}
+		if sm == nil {
+			t.Fatalf("relay %s logged no sizing:\n%s", pr.Name(), pr.LogTail(4000))
+		}
+		instances, _ = strconv.Atoi(sm[1])
+		consumers, _ = strconv.Atoi(sm[2])
+		records, _ = strconv.Atoi(sm[3])
+		return instances, consumers, records
+	}
+	a := startRelay(t, p, "a")
+	inst, c, r := sized(a)
+	if inst != 1 || fmt.Sprint(c) != m[1] || fmt.Sprint(r) != m[2] || c*r > 4000/2 || c*r < 4000/4 {
+		t.Fatalf("relay a sized for %d instances: %d consumers × %d records; want 1 instance, what relay check said (%s × %s), within 2000 a worker and using at least half",
+			inst, c, r, m[1], m[2])
+	}
+	waitMembers(t, p, c*2)
+	b := startRelay(t, p, "b")
+	if inst, c, r := sized(b); inst != 2 || c*r > 4000/4 {
+		t.Fatalf("relay b sized for %d instances: %d consumers × %d records; want 2 instances and at most 1000 a worker", inst, c, r)
+	}
+	seedOrders(t, p, 1, n)
+	exactlyOnce(t, settled(t, p, n, 3*time.Minute), n, 0)
+}
+
+// waitMembers waits until p's share group has at least n members.
+func waitMembers(t *testing.T, p *harness.Pipeline, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		ids, err := sharegroup.Members(ctx, kadm.NewClient(cl), p.Group)
+		if err == nil && len(ids) >= n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("share group %s has %d members (%v); want %d", p.Group, len(ids), err, n)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }

@@ -100,6 +100,7 @@ func Check(ctx context.Context, p *config.Pipeline, clientOpts []kgo.Opt) *Repor
 	limit, from := c.deliveryLimit(ctx)
 	c.deadLetterSpares(limit, from)
 	c.shareConsumers(limit, from)
+	c.pollSize(ctx, limit)
 	c.acquireMode()
 	c.brokerDLQ()
 	return c.rep
@@ -417,10 +418,7 @@ func (c *checker) group(ctx context.Context) {
 		c.rep.add(OK, check+" configs", "left alone (source.manage_group_config: false), so ALTER_CONFIGS is not needed")
 		return
 	}
-	c.plan = sharegroup.ConfigsToSet(ctx, c.cl, c.p, c.sourceParts)
-	for _, w := range c.plan.Warnings {
-		c.rep.add(Warn, check+" configs", "%s", w)
-	}
+	c.plan = sharegroup.ConfigsToSet(ctx, c.cl, c.p)
 	set := c.plan.Configs
 	err = validateGroupConfigs(ctx, c.cl, g, set)
 	keys := slices.Sorted(func(yield func(string) bool) {
@@ -619,6 +617,34 @@ func (c *checker) shareConsumers(limit int, from string) {
 	default:
 		c.rep.add(OK, check, "workers × consumers = %d × %d, below the delivery limit %d (from %s)", workers, want, limit, from)
 	}
+}
+
+// pollSize says how many share consumers a worker will run and how many
+// records each asks for a poll, and why: the relay sizes what the file
+// leaves to it to the record locks the group can give an instance
+// (sharegroup.Size), shared with the relay instances in the group now
+// and the one being checked. limit is the delivery limit
+// (shareConsumers).
+func (c *checker) pollSize(ctx context.Context, limit int) {
+	const check = "poll size"
+	workers, want := c.p.Workers, c.p.Batch.Consumers
+	if workers <= 0 || want <= 0 {
+		return
+	}
+	cset, mset := c.p.Batch.Explicit()
+	locks, from := c.plannedSetting(ctx, sharegroup.RecordLocks, "group.share.partition.max.record.locks")
+	d := sharegroup.Demand{Workers: workers, Consumers: want, MaxRecords: c.p.Batch.MaxRecords, ConsumersSet: cset, MaxRecordsSet: mset,
+		ConsumersCap: sharegroup.ConsumersPerWorker(workers, want, limit), Partitions: c.sourceParts, RecordLocks: locks, Instances: 1}
+	if ids, err := sharegroup.Members(ctx, kadm.NewClient(c.cl), c.p.Source.Group); err == nil {
+		d.Instances, _ = sharegroup.InstancesOf(ids, "")
+	}
+	s := sharegroup.Size(d)
+	if s.Short {
+		c.rep.add(Warn, check, "record locks short: %s (the record lock limit from %s): share fetches come back with fewer records, and exactly-once makes each piece a transaction; lower batch.consumers or batch.max_records, or raise %s",
+			s.Why, from, sharegroup.RecordLocks)
+		return
+	}
+	c.rep.add(OK, check, "%s", s.Why)
 }
 
 // acquireMode says which acquire mode the relay will run with

@@ -77,10 +77,15 @@ type Relay struct {
 	kgoLog *kgolog.Logger
 	// sizes are the topics' max.message.bytes, refreshed while running.
 	sizes atomic.Pointer[map[string]int]
-	// consumers is the share consumers a worker runs: batch.consumers,
-	// lowered by startUp when needed (sharegroup.ConsumersPerWorker);
-	// startUp runs before any worker.
-	consumers int
+	// consumers is the share consumers a worker runs, and maxRecords the
+	// records each asks for in a poll: batch.consumers and
+	// batch.max_records, sized by startUp to the group's delivery limit
+	// and record locks (sharegroup.Size); startUp runs before any worker.
+	consumers, maxRecords int
+	// parts is the number of source partitions startUp found, and
+	// resizeNoted the sizing noteResize last logged.
+	parts       int
+	resizeNoted string
 	// wholeBatches says the share consumers acquire whole record batches
 	// (batch.acquire_mode resolved by startUp: config.Batch.Acquire).
 	wholeBatches bool

@@ -13,6 +13,7 @@ import (
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/metrics"
+	"github.com/sharerelay/sharerelay/sharegroup"
 	"github.com/sharerelay/sharerelay/txn"
 )
 
@@ -38,7 +39,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		ready()
 		return fmt.Errorf("relay: worker %d: %w", i, err)
 	}
-	src := newShareSource(clients, r.p.Source.Group, r.p.Batch.MaxRecords, r.wholeBatches, func(n int) { r.m.InvariantBreaks.Add(float64(n)) })
+	src := newShareSource(clients, r.p.Source.Group, r.maxRecords, r.wholeBatches, func(n int) { r.m.InvariantBreaks.Add(float64(n)) })
 	w := r.newWorker(i, log, topicIDs, src, lanes, disrupt)
 	ready()
 	log.Info("worker started", "transactional_id", r.TransactionalID(i))
@@ -120,17 +121,17 @@ func closeLanes(lanes []*lane) {
 }
 
 // newShareConsumers creates worker i's share consumers (batch.consumers,
-// as lowered to fit the group's delivery limit), whose polls the worker
-// writes together (see shareSource).
+// as sized to the group's delivery limit and record locks), whose polls
+// the worker writes together (see shareSource).
 func (r *Relay) newShareConsumers(i int, log *slog.Logger) ([]*kgo.Client, error) {
-	label, txnID := strconv.Itoa(i), r.TransactionalID(i)
+	label := strconv.Itoa(i)
 	clients := make([]*kgo.Client, 0, r.consumers)
 	for c := range r.consumers {
 		opts := r.clientOpts(
-			kgo.ClientID(fmt.Sprintf("%s-c%d", txnID, c)),
+			kgo.ClientID(sharegroup.ClientID(r.transactionalIDPrefix(), i, c)),
 			kgo.ShareGroup(r.p.Source.Group),
 			kgo.ConsumeTopics(r.p.Source.Topics...),
-			kgo.ShareMaxRecords(int32(r.p.Batch.MaxRecords)),
+			kgo.ShareMaxRecords(int32(r.maxRecords)),
 			// Fetch only inside a poll (no fetching ahead), and the
 			// source takes all a poll fetched (newShareSource): records
 			// acquired beyond what the worker holds would sit in the
@@ -175,7 +176,7 @@ func (r *Relay) newWorker(i int, log *slog.Logger, topicIDs map[string][16]byte,
 		outputTopic: r.p.Output.Topic, dlqTopic: r.p.DeadLetter.Topic, writes: r.p.OutputTopics(), spans: spans,
 		limits: &r.limits, txnTimeout: r.p.Output.TransactionTimeout, pollTimeout: r.p.Batch.PollTimeout, linger: r.p.Batch.Linger,
 		topicIDs: topicIDs, renewEvery: r.renewEvery(),
-		src: src, perBatch: recordsPerBatch(r.consumers, r.p.Batch.MaxRecords), concurrency: r.p.Batch.TransformConcurrency,
+		src: src, perBatch: recordsPerBatch(r.consumers, r.maxRecords), concurrency: r.p.Batch.TransformConcurrency,
 		cur:     lanes[0],
 		disrupt: disrupt, chain: r.chain, m: r.m, health: r.health, log: log, now: time.Now,
 		sizes:             func() map[string]int { return *r.sizes.Load() },

@@ -34,7 +34,7 @@ func (r *Relay) startUp(ctx context.Context) (map[string][16]byte, error) {
 		parts += len(td[t].Partitions)
 	}
 	if r.p.Source.ManageGroupConfig == nil || *r.p.Source.ManageGroupConfig {
-		if err := r.setGroupConfigs(ctx, cl, parts); err != nil {
+		if err := r.setGroupConfigs(ctx, cl); err != nil {
 			return nil, err
 		}
 	} else {
@@ -45,7 +45,7 @@ func (r *Relay) startUp(ctx context.Context) (map[string][16]byte, error) {
 		r.log.Warn("could not read the share group's delivery limit; assuming Kafka's default", "limit", l.DeliveryCountLimit, "err", err)
 	}
 	r.setLimits(l)
-	r.fitConsumers(l)
+	r.sizeConsumers(ctx, cl, l, parts)
 	mode, why := r.p.Batch.Acquire()
 	r.wholeBatches = mode == config.AcquireBatchOptimized
 	if r.wholeBatches {
@@ -55,7 +55,7 @@ func (r *Relay) startUp(ctx context.Context) (map[string][16]byte, error) {
 	if err := checkBrokerDLQ(ctx, cl, r.p, r.log); err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
-	r.log.Info("delivery limits", "delivery_count_limit", l.DeliveryCountLimit, "from", l.From, "workers", r.p.Workers, "consumers", r.consumers,
+	r.log.Info("delivery limits", "delivery_count_limit", l.DeliveryCountLimit, "from", l.From, "workers", r.p.Workers, "consumers", r.consumers, "max_records", r.maxRecords,
 		"max_attempts", r.limits.attempts(), "lock_duration_ms", l.LockDurationMs, "delivery", r.p.Delivery)
 	if r.p.Delivery == config.ExactlyOnce && r.p.Output.TransactionTimeout >= time.Duration(l.LockDurationMs)*time.Millisecond {
 		r.log.Warn("output.transaction_timeout is not below the share lock duration: a crashed worker's claim may outlive the lock of the records it blocks",
@@ -82,15 +82,11 @@ func (r *Relay) checkPipelineTopics(ctx context.Context, cl *kgo.Client) (map[st
 }
 
 // setGroupConfigs sets the share group's configs the relay manages
-// (sharegroup.ConfigsToSet, for parts source partitions) and waits until
-// they are in effect.
-func (r *Relay) setGroupConfigs(ctx context.Context, cl *kgo.Client, parts int) error {
-	plan := sharegroup.ConfigsToSet(ctx, cl, r.p, parts)
+// (sharegroup.ConfigsToSet) and waits until they are in effect.
+func (r *Relay) setGroupConfigs(ctx context.Context, cl *kgo.Client) error {
+	plan := sharegroup.ConfigsToSet(ctx, cl, r.p)
 	for _, note := range plan.Notes {
 		r.log.Info("share group "+note, "group", r.p.Source.Group)
-	}
-	for _, w := range plan.Warnings {
-		r.log.Warn("share group "+w, "group", r.p.Source.Group)
 	}
 	cfgs := plan.Configs
 	r.limits.attemptsFrom = plan.AttemptsLimit
@@ -108,19 +104,81 @@ func (r *Relay) setGroupConfigs(ctx context.Context, cl *kgo.Client, parts int) 
 	return nil
 }
 
-// fitConsumers chooses the share consumers each worker runs
-// (sharegroup.ConsumersPerWorker) for the group's delivery limit, and
-// warns when the workers alone reach it or batch.consumers was lowered.
-func (r *Relay) fitConsumers(l sharegroup.Limits) {
-	r.consumers = sharegroup.ConsumersPerWorker(r.p.Workers, r.p.Batch.Consumers, l.DeliveryCountLimit)
+// sizeConsumers chooses the share consumers each worker runs and the
+// records each asks for a poll (sharegroup.Size): below the group's
+// delivery limit (sharegroup.ConsumersPerWorker), and within the record
+// locks the group can give this instance on its parts source partitions,
+// shared with the other relay instances it finds in the group. It logs
+// what it chose and why, and warns when the workers alone reach the
+// delivery limit, batch.consumers was lowered for it, or what the file
+// sets asks for more records than the group can lock.
+func (r *Relay) sizeConsumers(ctx context.Context, cl *kgo.Client, l sharegroup.Limits, parts int) {
+	d, others, err := r.demand(ctx, cl, l, parts)
+	capped := d.ConsumersCap
 	switch {
 	case r.p.Workers >= l.DeliveryCountLimit:
 		r.log.Warn("workers reach the group's delivery limit: a crash of this instance can cost a record it held one delivery for each of the instance's share consumers, so a crash alone can make the broker archive a record without output or dead letter; run more instances with fewer workers, or raise share.delivery.count.limit",
-			"workers", r.p.Workers, "consumers", r.consumers, "delivery_count_limit", l.DeliveryCountLimit)
-	case r.consumers < r.p.Batch.Consumers:
+			"workers", r.p.Workers, "consumers", capped, "delivery_count_limit", l.DeliveryCountLimit)
+	case capped < r.p.Batch.Consumers:
 		r.log.Warn("batch.consumers lowered: a crash of this instance can cost a record it held one delivery for each of the instance's share consumers, and workers × consumers must stay below the group's delivery limit so that a crash alone never makes the broker archive a record; raise share.delivery.count.limit or run more instances with fewer workers",
-			"batch_consumers", r.p.Batch.Consumers, "consumers", r.consumers, "workers", r.p.Workers, "delivery_count_limit", l.DeliveryCountLimit)
+			"batch_consumers", r.p.Batch.Consumers, "consumers", capped, "workers", r.p.Workers, "delivery_count_limit", l.DeliveryCountLimit)
 	}
+	if err != nil {
+		r.log.Warn("could not read the share group's members; sizing for this instance alone", "err", err)
+	}
+	if others > 0 {
+		r.log.Info("the share group has members that are not relay instances; their record locks are not counted", "members", others)
+	}
+	r.parts = parts
+	s := sharegroup.Size(d)
+	r.consumers, r.maxRecords = s.Consumers, s.MaxRecords
+	if s.Short {
+		r.log.Warn("record locks short: "+s.Why+"; share fetches come back with fewer records, and exactly-once, which holds every record through its commit, makes each piece a transaction of its own: lower batch.consumers or batch.max_records, or raise "+sharegroup.RecordLocks,
+			"consumers", s.Consumers, "max_records", s.MaxRecords)
+		return
+	}
+	r.log.Info("share consumers sized: "+s.Why, "consumers", s.Consumers, "max_records", s.MaxRecords)
+}
+
+// demand is what this instance would ask its share group for
+// (sharegroup.Demand), with the relay instances found among the group's
+// members, with whom the budget of record locks is shared, and the number
+// of members that are not relay instances. A group that cannot be
+// described counts this instance alone, and err says why.
+func (r *Relay) demand(ctx context.Context, cl *kgo.Client, l sharegroup.Limits, parts int) (d sharegroup.Demand, others int, err error) {
+	cset, mset := r.p.Batch.Explicit()
+	d = sharegroup.Demand{
+		Workers: r.p.Workers, Consumers: r.p.Batch.Consumers, MaxRecords: r.p.Batch.MaxRecords,
+		ConsumersSet: cset, MaxRecordsSet: mset, Partitions: parts, RecordLocks: l.RecordLocks, Instances: 1,
+		ConsumersCap: sharegroup.ConsumersPerWorker(r.p.Workers, r.p.Batch.Consumers, l.DeliveryCountLimit),
+	}
+	ids, err := sharegroup.Members(ctx, kadm.NewClient(cl), r.p.Source.Group)
+	if err != nil {
+		return d, 0, err
+	}
+	d.Instances, others = sharegroup.InstancesOf(ids, r.transactionalIDPrefix())
+	return d, others, nil
+}
+
+// noteResize logs, once for each change, when the relay instances in the
+// group or its limits have changed since start so that sizing would now
+// choose other consumers or records a poll (sharegroup.Size). The
+// running workers keep theirs: a share consumer's poll size is fixed when
+// it is created, and closing one releases the records it holds, so the
+// new size takes effect at the next start.
+func (r *Relay) noteResize(ctx context.Context, cl *kgo.Client, l sharegroup.Limits) {
+	d, _, err := r.demand(ctx, cl, l, r.parts)
+	if err != nil {
+		return
+	}
+	s := sharegroup.Size(d)
+	key := fmt.Sprintf("%d×%d", s.Consumers, s.MaxRecords)
+	if s.Consumers == r.consumers && s.MaxRecords == r.maxRecords || key == r.resizeNoted {
+		return
+	}
+	r.resizeNoted = key
+	r.log.Info("the share group changed since start: a restart would size share consumers to "+s.Why,
+		"instances", d.Instances, "consumers", r.consumers, "max_records", r.maxRecords, "would_be_consumers", s.Consumers, "would_be_max_records", s.MaxRecords)
 }
 
 // setLimits derives the attempts a failing record gets from the group's
@@ -156,6 +214,7 @@ func (r *Relay) refreshLimits(ctx context.Context, interval time.Duration) error
 	return r.every(ctx, interval, func(cl *kgo.Client) error {
 		if l, err := sharegroup.EffectiveLimits(ctx, cl, r.p.Source.Group); err == nil {
 			r.setLimits(l)
+			r.noteResize(ctx, cl, l)
 		}
 		if sizes, err := maxMessageBytes(ctx, kadm.NewClient(cl), r.p.OutputTopics()); err == nil {
 			r.storeSizes(sizes)

@@ -20,9 +20,6 @@ type Plan struct {
 	// Notes say what was decided about the record lock limit and the
 	// delivery limit, and why, for the log and for `relay check`.
 	Notes []string
-	// Warnings are broker settings that hold the relay back, with what
-	// to change: logged as warnings, and warnings of `relay check`.
-	Warnings []string
 	// AttemptsLimit, when not 0, is the delivery limit the default
 	// dead_letter.max_attempts is derived from (config.DefaultMaxAttempts)
 	// instead of the group's: the broker's default, when the relay raised
@@ -42,11 +39,9 @@ type Plan struct {
 //     of the instance cannot use up a record's deliveries
 //     (deliveryLimitToSet), within the broker's allowed maximum.
 //
-// A broker whose configs cannot be read keeps its own limits. sourceParts
-// is the number of partitions of the source topics, as the caller's own
-// topic check found them (0: unknown): with it, a record lock limit too
-// low for the instance becomes a warning (recordLocksShort).
-func ConfigsToSet(ctx context.Context, cl *kgo.Client, p *config.Pipeline, sourceParts int) Plan {
+// A broker whose configs cannot be read keeps its own limits. What the
+// relay asks of the locks it gets is sized afterwards (Size).
+func ConfigsToSet(ctx context.Context, cl *kgo.Client, p *config.Pipeline) Plan {
 	plan := Plan{Configs: map[string]string{
 		AutoOffsetReset: p.Source.AutoOffsetReset,
 		IsolationLevel:  p.Source.IsolationLevel,
@@ -76,9 +71,6 @@ func ConfigsToSet(ctx context.Context, cl *kgo.Client, p *config.Pipeline, sourc
 			plan.Notes = append(plan.Notes, fmt.Sprintf("record lock limit %d: the relay holds up to %d records, the broker's default is %d and its maximum %d", v, want, def, most))
 		} else {
 			plan.Notes = append(plan.Notes, fmt.Sprintf("record lock limit left at the broker's %d (the relay holds up to %d records)", def, want))
-		}
-		if w := recordLocksShort(want, v, most, sourceParts); w != "" {
-			plan.Warnings = append(plan.Warnings, w)
 		}
 	}
 
@@ -112,36 +104,6 @@ func recordLockLimit(want, def, most int) (limit int, raise bool) {
 		return def, false
 	}
 	return min(want, most), true
-}
-
-// recordLocksShort warns when the group cannot lock what one instance's
-// share consumers ask for: want records (workers × batch.consumers ×
-// batch.max_records), at limit records per share partition over parts
-// source partitions, on brokers that let a group set at most most. Share
-// fetches then come back with what is left, and a record's lock is held
-// until its acknowledgement, so the relay moves at most parts × limit
-// records per hold time (Little's law); exactly-once holds each record
-// through the claim check and the commit as well, and loses the most
-// (docs/decisions/record-locks.md). It
-// returns "" when the locks suffice or parts is unknown (0), and names the
-// broker setting to raise otherwise (or, when the broker's maximum is
-// already Kafka's highest, what in the pipeline to lower).
-func recordLocksShort(want, limit, most, parts int) string {
-	if parts <= 0 || want <= parts*limit {
-		return ""
-	}
-	of := fmt.Sprintf("its %d source partitions", parts)
-	if parts == 1 {
-		of = "its one source partition"
-	}
-	msg := fmt.Sprintf("record locks short: this instance's share consumers ask for up to %d records (workers × batch.consumers × batch.max_records), "+
-		"but the group may lock %d per partition of %s (%d in all), so share fetches come back with fewer records "+
-		"and exactly-once, which holds every record through its commit, loses the most throughput", want, limit, of, parts*limit)
-	if need := (want + parts - 1) / parts; most < maxRecordLocksAllowed && need > most {
-		return msg + fmt.Sprintf("; raise %s on the brokers from %d to %d or more (%d a partition for every instance like this one; Kafka allows up to %d)",
-			brokerMaxRecordLocks, most, min(need, maxRecordLocksAllowed), need, maxRecordLocksAllowed)
-	}
-	return msg + "; lower batch.consumers or batch.max_records, or give the source topics more partitions"
 }
 
 // deliveryLimitToSet decides the group's delivery limit for a relay that

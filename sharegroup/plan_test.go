@@ -38,37 +38,6 @@ func TestTheRecordLockLimitIsRaisedToWhatTheRelayHoldsWithinTheBrokersMaximum(t 
 	}
 }
 
-func TestAGroupThatCannotLockWhatTheRelayAsksForIsAWarningThatNamesTheBrokerSetting(t *testing.T) {
-	for _, c := range []struct {
-		name                     string
-		want, limit, most, parts int
-		warn                     []string // what it must say; none: no warning
-	}{
-		{name: "the bench at Kafka's maximum", want: 16000, limit: 4000, most: 4000, parts: 3,
-			warn: []string{"up to 16000 records", "4000 per partition of its 3 source partitions (12000 in all)", "raise group.share.max.partition.max.record.locks on the brokers from 4000 to 5334 or more"}},
-		{name: "the bench at the recommended maximum", want: 16000, limit: 10000, most: 10000, parts: 3},
-		{name: "enough partitions", want: 16000, limit: 4000, most: 4000, parts: 4},
-		{name: "more than Kafka allows", want: 64000, limit: 4000, most: 4000, parts: 3,
-			warn: []string{"from 4000 to 10000 or more (21334 a partition for every instance like this one; Kafka allows up to 10000)"}},
-		{name: "Kafka's highest already", want: 64000, limit: 10000, most: 10000, parts: 3,
-			warn: []string{"(30000 in all)", "lower batch.consumers or batch.max_records, or give the source topics more partitions"}},
-		{name: "partitions unknown", want: 16000, limit: 4000, most: 4000, parts: 0},
-	} {
-		got := recordLocksShort(c.want, c.limit, c.most, c.parts)
-		if len(c.warn) == 0 {
-			if got != "" {
-				t.Errorf("%s: recordLocksShort(%d, %d, %d, %d) = %q; want no warning", c.name, c.want, c.limit, c.most, c.parts, got)
-			}
-			continue
-		}
-		for _, w := range c.warn {
-			if !strings.Contains(got, w) {
-				t.Errorf("%s: recordLocksShort(%d, %d, %d, %d) = %q; want it to say %q", c.name, c.want, c.limit, c.most, c.parts, got, w)
-			}
-		}
-	}
-}
-
 func TestGroupConfigsLeaveTheRecordLockLimitToABrokerThatDoesNotSayItsMaximum(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "orders", "jobs", "jobs.dlq"))
 	if err != nil {
@@ -81,7 +50,7 @@ func TestGroupConfigsLeaveTheRecordLockLimitToABrokerThatDoesNotSayItsMaximum(t 
 	}
 	defer cl.Close()
 	p := pipeline(t, c, "")
-	plan := ConfigsToSet(context.Background(), cl, p, 2)
+	plan := ConfigsToSet(context.Background(), cl, p)
 	if _, set := plan.Configs[RecordLocks]; set || !strings.Contains(plan.Notes[0], "record lock limit left to the broker") {
 		t.Fatalf("ConfigsToSet = %+v; want no %s (kfake has no %s)", plan, RecordLocks, brokerMaxRecordLocks)
 	}
@@ -89,7 +58,7 @@ func TestGroupConfigsLeaveTheRecordLockLimitToABrokerThatDoesNotSayItsMaximum(t 
 		t.Fatalf("ConfigsToSet = %+v; want no %s (kfake has no %s)", plan, DeliveryCountLimit, brokerMaxDeliveryCountLimit)
 	}
 	p.Source.GroupConfigs = map[string]string{RecordLocks: "3000", DeliveryCountLimit: "4"}
-	plan = ConfigsToSet(context.Background(), cl, p, 2)
+	plan = ConfigsToSet(context.Background(), cl, p)
 	if plan.Configs[RecordLocks] != "3000" || !strings.Contains(plan.Notes[0], "source.group_configs") {
 		t.Fatalf("ConfigsToSet = %+v; want the file's 3000", plan)
 	}

@@ -52,7 +52,8 @@ type PipelineOptions struct {
 	// OutputOnBroker places the output topic on this broker instead
 	// (default OnBroker).
 	OutputOnBroker int32
-	// MaxRecords is batch.max_records (default 50).
+	// MaxRecords is batch.max_records (default 50; -1 leaves it out of
+	// the file, to the relay's own sizing).
 	MaxRecords int
 	// AcquireMode is batch.acquire_mode (default: the relay's,
 	// record_limit).
@@ -206,6 +207,10 @@ func (p *Pipeline) yaml(o PipelineOptions) []byte {
 	if gc.Len() == 0 {
 		gc.WriteString(" {}")
 	}
+	maxRecords := fmt.Sprintf("\n  max_records: %d", o.MaxRecords)
+	if o.MaxRecords < 0 {
+		maxRecords = ""
+	}
 	batch := "" // batch keys with the relay's defaults unless set
 	if o.AcquireMode != "" {
 		batch = "\n  acquire_mode: " + o.AcquireMode
@@ -239,13 +244,12 @@ dead_letter:
   topic: %s
   max_attempts: %d
   ack: %s
-batch:
-  max_records: %d%s
+batch:%s%s
   poll_timeout: %s
   renew_locks: %v
 transforms: %s
 metrics:
   listen: %q
 %s%s`, p.Name, strings.Join(brokers, ", "), o.Delivery, o.Workers, p.Source, p.Group, !o.LeaveGroupConfig, gc.String(),
-		p.Output, o.TxnTimeout, p.DeadLetter, o.MaxAttempts, o.DeadLetterAck, o.MaxRecords, batch, o.PollTimeout, o.RenewLocks, o.Transforms, o.MetricsListen, client, o.Security)
+		p.Output, o.TxnTimeout, p.DeadLetter, o.MaxAttempts, o.DeadLetterAck, maxRecords, batch, o.PollTimeout, o.RenewLocks, o.Transforms, o.MetricsListen, client, o.Security)
 }
