@@ -146,7 +146,9 @@ type Batch struct {
 	// ready. With AcquireMode record_limit a poll holds at most MaxRecords
 	// records; with batch_optimized the broker acquires whole record
 	// batches until it reaches MaxRecords, so a poll can hold up to one
-	// source batch more.
+	// source batch more. Left out of the file, it is sized at start with
+	// Consumers to the record locks the group can give the instance
+	// (sharegroup.Size, Explicit).
 	MaxRecords int `yaml:"max_records" json:"max_records"`
 	// AcquireMode is how the broker cuts what a share fetch acquires
 	// (KIP-1206, the Java consumer's share.acquire.mode). record_limit
@@ -189,6 +191,10 @@ type Batch struct {
 	// (docs/decisions/consumers-per-worker.md). With
 	// ManageGroupConfig the relay first raises that limit for its
 	// consumers, within the broker's maximum (sharegroup.ConfigsToSet).
+	// Left out of the file, it is sized at start with MaxRecords to the
+	// record locks the group can give the instance: its limit a
+	// partition × the source partitions, shared among the relay
+	// instances in the group (sharegroup.Size, Explicit).
 	Consumers int `yaml:"consumers" json:"consumers"`
 	// Linger is how long a worker whose ready polls hold fewer than half
 	// of what a batch takes (the polls of half the consumers) waits for
