@@ -49,8 +49,8 @@ func TestLatencyGoalIsTheMedianOfPairedRoundsAndABoundFromAbove(t *testing.T) {
 }
 
 func TestRelayProcessRSSGoal(t *testing.T) {
-	res := results{Throughput: []sizeResult{{Size: 1024, Process: []contenderResult{
-		{Name: "relay-alo-bin", PeakRSSMB: 149.9}, {Name: "relay-eos-bin", PeakRSSMB: 150.1}}}}}
+	res := results{Brokers: []brokerResult{{Throughput: []sizeResult{{Size: 1024, Process: []contenderResult{
+		{Name: "relay-alo-bin", PeakRSSMB: 149.9}, {Name: "relay-eos-bin", PeakRSSMB: 150.1}}}}}}}
 	gs := goals(res)
 	if g := findGoal(t, gs, "1024 B relay-alo-bin peak RSS MB"); !g.Met || !g.AtMost {
 		t.Errorf("149.9 MB: %+v, want met", g)
@@ -142,7 +142,7 @@ func TestProcessRunsPrintExactlyOnceOverAtLeastOnce(t *testing.T) {
 		t.Fatalf("paired %v, of medians %v; want 0.8 (median of 0.9, 0.5, 0.8) and 0.5 (100/200)", sr.ProcessEOSOverALO, sr.ProcessEOSOverALOMedian)
 	}
 	var b strings.Builder
-	printSize(&b, sr)
+	printSize(&b, "stock", sr)
 	if want := "relay-eos-bin/relay-alo-bin: 0.80 paired (0.50 of the medians)"; !strings.Contains(b.String(), want) {
 		t.Fatalf("printed:\n%s\nwant a line %q", b.String(), want)
 	}
@@ -185,5 +185,85 @@ func TestHandWrittenContendersPollAsManyAsTheRelay(t *testing.T) {
 	}
 	if !slices.Contains(ratioPairs, ratioPair{classicEOS.name, classicALO.name}) {
 		t.Fatalf("ratioPairs %v: want classic-eos/classic-alo", ratioPairs)
+	}
+}
+
+// The throughput table says which broker setting it was measured on.
+func TestThroughputTablePrintsTheSetting(t *testing.T) {
+	var out strings.Builder
+	printSize(&out, limitsLabel(true, 0, 4000), sizeResult{Size: 200, Records: 1000})
+	want := "throughput: 1000 records of 200 B values; broker: Kafka's default share-group limits (4,000 record locks a partition)\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("printed:\n%s\nwant %q", out.String(), want)
+	}
+}
+
+func TestLimitsLabelSaysWhichBrokerSettingATableRanOn(t *testing.T) {
+	for _, tc := range []struct {
+		local         bool
+		set, reported int
+		want          string
+	}{
+		{true, 0, 4000, "Kafka's default share-group limits (4,000 record locks a partition)"},
+		{true, 0, 0, "Kafka's default share-group limits"},
+		{true, 10000, 10000, "share-group record locks raised to 10,000 a partition"},
+		{true, 2000, 2000, "share-group record locks lowered to 2,000 a partition"},
+		{false, 0, 6000, "the cluster's own share-group limits (6,000 record locks a partition)"},
+	} {
+		if got := limitsLabel(tc.local, tc.set, tc.reported); got != tc.want {
+			t.Errorf("limitsLabel(%v, %d, %d) = %q, want %q", tc.local, tc.set, tc.reported, got, tc.want)
+		}
+	}
+}
+
+// The goals are per broker setting: relay-eos over classic-eos at the
+// table's workers and over relay-alo per size, and relay-eos over
+// classic-eos at the other worker counts reported without a target.
+func TestGoalsArePerBrokerSetting(t *testing.T) {
+	size := func(eosOverALO float64) sizeResult {
+		return sizeResult{Size: 200,
+			Paired: map[string]float64{"relay-eos/classic-eos": 1.01, "relay-eos/relay-alo": eosOverALO},
+			Ratios: map[string]float64{"relay-eos/classic-eos": 1.02, "relay-eos/relay-alo": eosOverALO}}
+	}
+	res := results{Workers: 2, Brokers: []brokerResult{
+		{Setting: "stock", Throughput: []sizeResult{size(0.95)}, Classic: []classicResult{{Workers: 3, Size: 200, Paired: 0.6, Ratio: 0.58}}},
+		{Setting: "raised", Throughput: []sizeResult{size(0.85)}},
+	}}
+	// The scaling table ran on the first setting only.
+	res.Scaling = &scalingResult{Relay: []contenderResult{{Workers: 6}}, Ratios: []float64{2.0}, Describe: []string{"classic-eos", "relay-eos, 6 workers"}}
+	gs := goals(res)
+	find := func(broker, what string) goal {
+		t.Helper()
+		for _, g := range gs {
+			if g.Broker == broker && g.What == what {
+				return g
+			}
+		}
+		t.Fatalf("no goal %q on %q in %+v", what, broker, gs)
+		return goal{}
+	}
+	if g := find("stock", "200 B relay-eos/classic-eos at 2 workers"); !g.Met || g.Target != 1.0 {
+		t.Errorf("%+v, want met at 1.01 >= 1.0", g)
+	}
+	if g := find("stock", "200 B relay-eos/relay-alo"); !g.Met || g.Target != 0.9 {
+		t.Errorf("%+v, want met at 0.95 >= 0.9", g)
+	}
+	if g := find("raised", "200 B relay-eos/relay-alo"); g.Met {
+		t.Errorf("%+v, want missed at 0.85 < 0.9", g)
+	}
+	if g := find("stock", "200 B relay-eos/classic-eos at 3 workers"); !g.ReportOnly || g.Value != 0.6 {
+		t.Errorf("%+v, want reported without a target", g)
+	}
+	if g := find("stock", "scaling: relay-eos at 6 workers / classic-eos"); !g.Met {
+		t.Errorf("%+v, want met at 2.0 >= 1.8, on the first setting", g)
+	}
+	var out strings.Builder
+	printGoals(&out, gs)
+	s := out.String()
+	if strings.Count(s, "goals, broker: ") != 2 || !strings.Contains(s, "goals, broker: raised") {
+		t.Errorf("printed:\n%s\nwant one list per broker setting, the scaling goal in the first's", s)
+	}
+	if !strings.Contains(s, "reported, no target") {
+		t.Errorf("printed:\n%s\nwant the 3-worker ratio reported without a target", s)
 	}
 }
