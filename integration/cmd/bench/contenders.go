@@ -171,18 +171,19 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 	tc.startCPU(b.br.pid())
 	resetPeakRSS()
 	began := time.Now()
-	phases, mode, peakRSS, err := b.runContender(ctx, t, tr, tc)
+	cpu0 := selfCPU()
+	rr, err := b.runContender(ctx, t, tr, tc)
+	if !t.c.process { // it ran in this process
+		rr.CPUSeconds, rr.PeakRSSMB = (selfCPU() - cpu0).Seconds(), peakRSSMB()
+	}
 	tc.stopCPU()
 	stopProfile()
 	if err != nil {
 		return runResult{}, fmt.Errorf("%s, run %d: %w", t.c.name, t.run, err)
 	}
 	el := tr.elapsed()
-	rr := runResult{Run: t.run, Workers: t.workers, Seconds: el.Seconds(), RecPerSec: float64(t.n) / el.Seconds(),
-		PeakRSSMB: peakRSSMB(), Phases: phases, AcquireMode: mode}
-	if t.c.process {
-		rr.PeakRSSMB = peakRSS
-	}
+	rr.Run, rr.Workers, rr.Seconds, rr.RecPerSec = t.run, t.workers, el.Seconds(), float64(t.n)/el.Seconds()
+	rr.CPUMicrosPerRecord = cpuMicrosPerRecord(rr.CPUSeconds, t.n)
 	reportRun(t, rr, el, time.Since(began))
 	tc.print(t.c.name)
 
@@ -236,20 +237,34 @@ func (b *bench) setUpTrial(ctx context.Context, t trial, created *[]string) (tri
 }
 
 // runContender runs t's contender until the tracker has seen every record
-// acknowledged. The in-process relay reports its phases and acquire mode,
-// the relay process its peak RSS.
-func (b *bench) runContender(ctx context.Context, t trial, tr *tracker, tc *traceCollector) (phases map[string]float64, mode string, peakRSS float64, err error) {
+// acknowledged. It returns what only the run itself knows: the in-process
+// relay's phases and acquire mode, the relay process's peak RSS and CPU.
+func (b *bench) runContender(ctx context.Context, t trial, tr *tracker, tc *traceCollector) (runResult, error) {
+	var (
+		rr  runResult
+		err error
+	)
 	switch {
 	case t.c.process:
-		peakRSS, err = b.runRelayProcess(ctx, t, tr)
+		var cpu time.Duration
+		rr.PeakRSSMB, cpu, err = b.runRelayProcess(ctx, t, tr)
+		rr.CPUSeconds = cpu.Seconds()
 	case t.c.isRelay():
-		phases, mode, err = b.runRelay(ctx, t, tr, tc)
+		rr.Phases, rr.AcquireMode, err = b.runRelay(ctx, t, tr, tc)
 	case t.c.classic:
 		err = b.runClassic(ctx, t, tr, tc)
 	default:
 		err = b.runShareClients(ctx, t, tr, tc)
 	}
-	return phases, mode, peakRSS, err
+	return rr, err
+}
+
+// cpuMicrosPerRecord is CPU seconds over n records, in microseconds.
+func cpuMicrosPerRecord(seconds float64, n int) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return seconds * 1e6 / float64(n)
 }
 
 // reportRun prints a run's result: el is its timed span, whole the run
@@ -259,8 +274,8 @@ func reportRun(t trial, rr runResult, el, whole time.Duration) {
 	if t.run == 0 {
 		label = "warm-up"
 	}
-	progress("  %-13s %s, %d workers: %d records in %s = %.0f rec/s (whole run incl. start and stop %s; peak RSS %.0f MB)",
-		t.c.name, label, t.workers, t.n, el.Round(time.Millisecond), rr.RecPerSec, whole.Round(100*time.Millisecond), rr.PeakRSSMB)
+	progress("  %-13s %s, %d workers: %d records in %s = %.0f rec/s, %.2f µs/rec CPU (whole run incl. start and stop %s; peak RSS %.0f MB)",
+		t.c.name, label, t.workers, t.n, el.Round(time.Millisecond), rr.RecPerSec, rr.CPUMicrosPerRecord, whole.Round(100*time.Millisecond), rr.PeakRSSMB)
 	if len(rr.Phases) > 0 {
 		progress("  %-13s acquire mode %s; phases: %s", t.c.name, rr.AcquireMode, formatPhases(rr.Phases))
 	}

@@ -1,8 +1,8 @@
-// Command bench measures what the relay costs: its throughput and latency
-// side by side with the baselines a user would compare it with, in one
-// run, on one broker at a time. It is a measurement, not a test: it fails
-// only when it cannot measure, and prints a warning when a sanity check
-// does not hold.
+// Command bench measures what the relay costs: its throughput, client CPU
+// and latency side by side with the baselines a user would compare it
+// with, in one run, on one broker at a time. It is a measurement, not a
+// test: it fails only when it cannot measure, and prints a warning when a
+// sanity check does not hold.
 //
 //	make bench BENCH_ARGS='-records 20000 -runs 1'
 //	go run ./integration/cmd/bench [flags]
@@ -94,6 +94,16 @@
 // at each of -scaling-workers, and at the first of them with
 // batch.transform_concurrency -scaling-concurrency. Polls are 20 records
 // there, so that every worker gets records.
+//
+// Client CPU. Every run records the client CPU it cost, user+system over
+// the records, printed as µs/rec CPU in the run's progress line and the
+// tables (the median of the runs) and written to the JSON. For a contender
+// in this process (the hand-written ones, and the relay in-process) it is
+// this process's CPU from the start of the contender (creating its
+// clients) to its end (closing them), its bookkeeping of the run
+// included; for the relay as its own process (-relay-bin), that process's
+// CPU from its start to just before it is sent SIGTERM. Start and stop are
+// a fixed cost: with few -records they weigh on the figure.
 //
 // Goals are checked at the end (and written to the JSON output), per
 // broker setting: per size relay-eos ≥ 1.0× classic-eos at -workers and

@@ -25,23 +25,24 @@ const processStopTimeout = 30 * time.Second
 // runRelayProcess runs the trial's pipeline with the shipped relay binary
 // (-relay-bin, `relay run`) as its own process, follows its progress on
 // its metrics endpoint until every record is acknowledged, reads its peak
-// resident set size, and stops it with SIGTERM. The in-process relay
-// shares this process's heap and runtime with the bench; this is the
-// memory an operator sees.
-func (b *bench) runRelayProcess(ctx context.Context, t trial, tr *tracker) (peakMB float64, err error) {
+// resident set size and the CPU it used (user+system, from its start),
+// and stops it with SIGTERM. The in-process relay shares this process's
+// heap and runtime with the bench; this is the memory and CPU an operator
+// sees.
+func (b *bench) runRelayProcess(ctx context.Context, t trial, tr *tracker) (peakMB float64, cpu time.Duration, err error) {
 	port, err := kafkatest.FreePort()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	t.metricsListen = "127.0.0.1:" + strconv.Itoa(port)
 	dir, err := os.MkdirTemp("", "bench-relay-")
 	if err != nil {
-		return 0, fmt.Errorf("creating the pipeline's directory: %w", err)
+		return 0, 0, fmt.Errorf("creating the pipeline's directory: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, t.name+".yaml")
 	if err := os.WriteFile(path, []byte(b.pipelineYAMLOf(t)), 0o600); err != nil {
-		return 0, fmt.Errorf("writing the pipeline: %w", err)
+		return 0, 0, fmt.Errorf("writing the pipeline: %w", err)
 	}
 	cmd := exec.Command(b.opts.relayBin, "run", "-c", path, "--instance", relayInstance, "--log-level", "error")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -49,7 +50,7 @@ func (b *bench) runRelayProcess(ctx context.Context, t trial, tr *tracker) (peak
 		cmd.Env = append(os.Environ(), fmt.Sprintf("GOMEMLIMIT=%dMiB", b.opts.memoryLimitMiB))
 	}
 	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("starting %s: %w", b.opts.relayBin, err)
+		return 0, 0, fmt.Errorf("starting %s: %w", b.opts.relayBin, err)
 	}
 	var waitErr error
 	exited := make(chan struct{})
@@ -67,8 +68,8 @@ func (b *bench) runRelayProcess(ctx context.Context, t trial, tr *tracker) (peak
 		}
 	})
 	err = b.await(ctx, t, tr, failed)
-	// Read before the shutdown: the peak of the run itself.
-	peakMB = processPeakRSSMB(cmd.Process.Pid)
+	// Read before the shutdown: the peak and the CPU of the run itself.
+	peakMB, cpu = processPeakRSSMB(cmd.Process.Pid), procCPU(cmd.Process.Pid)
 	stopFollow()
 	wg.Wait()
 	select {
@@ -86,7 +87,7 @@ func (b *bench) runRelayProcess(ctx context.Context, t trial, tr *tracker) (peak
 			err = errors.Join(err, fmt.Errorf("the relay process did not stop within %s of SIGTERM", processStopTimeout))
 		}
 	}
-	return peakMB, err
+	return peakMB, cpu, err
 }
 
 // followEndpoint feeds the relay process's records polled and records

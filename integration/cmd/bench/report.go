@@ -93,6 +93,9 @@ type contenderResult struct {
 	// Phases are the relay workers' seconds per phase, summed over the
 	// runs.
 	Phases map[string]float64 `json:"phases,omitempty"`
+	// CPUMicrosPerRecord is the median over the runs of the client CPU
+	// a record cost (runResult.CPUMicrosPerRecord).
+	CPUMicrosPerRecord float64 `json:"median_cpu_us_per_rec"`
 }
 
 // runResult is one run of one contender.
@@ -106,7 +109,16 @@ type runResult struct {
 	// AcquireMode is the acquire mode an in-process relay ran with
 	// (what the sharerelay_acquire_whole_batches gauge said).
 	AcquireMode string `json:"acquire_mode,omitempty"`
-	Warning     string `json:"warning,omitempty"`
+	// CPUSeconds is the client CPU the run cost, user+system: for a
+	// contender in this process, this process's from the start of the
+	// contender (creating its clients) to its end (closing them); for
+	// the relay as its own process, that process's from its start to
+	// just before SIGTERM. It includes this process's own bookkeeping
+	// of the run (following progress, the lag check), a small share.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// CPUMicrosPerRecord is CPUSeconds over the records, in µs.
+	CPUMicrosPerRecord float64 `json:"cpu_us_per_rec"`
+	Warning            string  `json:"warning,omitempty"`
 }
 
 // classicResult compares relay-eos with classic-eos at one worker count.
@@ -440,13 +452,14 @@ func (b *bench) warmUp(ctx context.Context) error {
 	return nil
 }
 
-// summarize sums up the runs of contender name: the median of its rate,
-// its peak RSS and its phases. runs must not be empty.
+// summarize sums up the runs of contender name: the medians of its rate
+// and of its CPU a record, its peak RSS and its phases. runs must not be
+// empty.
 func summarize(name string, runs []runResult) contenderResult {
-	rates := make([]float64, len(runs))
+	rates, cpu := make([]float64, len(runs)), make([]float64, len(runs))
 	cr := contenderResult{Name: name, Runs: runs}
 	for i, r := range runs {
-		rates[i] = r.RecPerSec
+		rates[i], cpu[i] = r.RecPerSec, r.CPUMicrosPerRecord
 		cr.Workers = r.Workers
 		cr.PeakRSSMB = max(cr.PeakRSSMB, r.PeakRSSMB)
 		for k, v := range r.Phases {
@@ -457,7 +470,9 @@ func summarize(name string, runs []runResult) contenderResult {
 		}
 	}
 	slices.Sort(rates)
+	slices.Sort(cpu)
 	cr.Median, cr.Min, cr.Max = median(rates), rates[0], rates[len(rates)-1]
+	cr.CPUMicrosPerRecord = median(cpu)
 	return cr
 }
 
@@ -481,10 +496,10 @@ func ratio(a, b float64) float64 {
 // broker setting named by setting.
 func printSize(w io.Writer, setting string, sr sizeResult) {
 	fmt.Fprintf(w, "\nthroughput: %d records of %d B values; broker: %s\n", sr.Records, sr.Size, setting)
-	fmt.Fprintf(w, "%-7s %-13s %7s %4s %13s %9s %9s %13s %12s\n", "size", "contender", "workers", "runs", "median rec/s", "min", "max", "ratio-vs-raw", "peak RSS MB")
+	fmt.Fprintf(w, "%-7s %-13s %7s %4s %13s %9s %9s %13s %11s %12s\n", "size", "contender", "workers", "runs", "median rec/s", "min", "max", "ratio-vs-raw", "µs/rec CPU", "peak RSS MB")
 	for _, c := range sr.Contenders {
-		fmt.Fprintf(w, "%-7s %-13s %7d %4d %13.0f %9.0f %9.0f %13.2f %12.0f\n",
-			fmt.Sprintf("%d B", sr.Size), c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, c.RatioVsRaw, c.PeakRSSMB)
+		fmt.Fprintf(w, "%-7s %-13s %7d %4d %13.0f %9.0f %9.0f %13.2f %11.2f %12.0f\n",
+			fmt.Sprintf("%d B", sr.Size), c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, c.RatioVsRaw, c.CPUMicrosPerRecord, c.PeakRSSMB)
 	}
 	var parts []string
 	for _, rp := range ratioPairs {
@@ -509,11 +524,11 @@ func printSize(w io.Writer, setting string, sr sizeResult) {
 
 // printProcess prints the table of the relay as its own process.
 func printProcess(w io.Writer, sr sizeResult) {
-	fmt.Fprintf(w, "the relay as its own process (relay run, the shipped binary; the peak RSS is that process's):\n")
-	fmt.Fprintf(w, "%-7s %-13s %7s %4s %13s %9s %9s %12s\n", "size", "contender", "workers", "runs", "median rec/s", "min", "max", "peak RSS MB")
+	fmt.Fprintf(w, "the relay as its own process (relay run, the shipped binary; the peak RSS and the CPU are that process's):\n")
+	fmt.Fprintf(w, "%-7s %-13s %7s %4s %13s %9s %9s %11s %12s\n", "size", "contender", "workers", "runs", "median rec/s", "min", "max", "µs/rec CPU", "peak RSS MB")
 	for _, c := range sr.Process {
-		fmt.Fprintf(w, "%-7s %-13s %7d %4d %13.0f %9.0f %9.0f %12.0f\n",
-			fmt.Sprintf("%d B", sr.Size), c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, c.PeakRSSMB)
+		fmt.Fprintf(w, "%-7s %-13s %7d %4d %13.0f %9.0f %9.0f %11.2f %12.0f\n",
+			fmt.Sprintf("%d B", sr.Size), c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, c.CPUMicrosPerRecord, c.PeakRSSMB)
 	}
 	if sr.ProcessEOSOverALO > 0 {
 		fmt.Fprintf(w, "relay-eos-bin/relay-alo-bin: %.2f paired (%.2f of the medians)\n", sr.ProcessEOSOverALO, sr.ProcessEOSOverALOMedian)
@@ -538,9 +553,10 @@ func printClassic(w io.Writer, setting string, crs []classicResult) {
 		return
 	}
 	fmt.Fprintf(w, "\nrelay-eos vs classic-eos (GroupTransactSession, read_committed), %d B values; broker: %s\n", crs[0].Size, setting)
-	fmt.Fprintf(w, "%7s %16s %18s %7s %7s\n", "workers", "relay-eos rec/s", "classic-eos rec/s", "ratio", "paired")
+	fmt.Fprintf(w, "%7s %16s %18s %7s %7s %21s %23s\n", "workers", "relay-eos rec/s", "classic-eos rec/s", "ratio", "paired", "relay-eos µs/rec CPU", "classic-eos µs/rec CPU")
 	for _, c := range crs {
-		fmt.Fprintf(w, "%7d %16.0f %18.0f %7.2f %7.2f\n", c.Workers, c.RelayEOS.Median, c.Classic.Median, c.Ratio, c.Paired)
+		fmt.Fprintf(w, "%7d %16.0f %18.0f %7.2f %7.2f %21.2f %23.2f\n", c.Workers, c.RelayEOS.Median, c.Classic.Median, c.Ratio, c.Paired,
+			c.RelayEOS.CPUMicrosPerRecord, c.Classic.CPUMicrosPerRecord)
 	}
 	for _, c := range crs {
 		printWarnings(w, c.RelayEOS, c.Classic)

@@ -188,13 +188,56 @@ func TestHandWrittenContendersPollAsManyAsTheRelay(t *testing.T) {
 	}
 }
 
-// The throughput table says which broker setting it was measured on.
-func TestThroughputTablePrintsTheSetting(t *testing.T) {
+func TestCPUPerRecordIsTheMedianOfTheRuns(t *testing.T) {
+	if got := cpuMicrosPerRecord(0.38, 100000); got < 3.7999 || got > 3.8001 {
+		t.Fatalf("0.38 s over 100,000 records = %v µs, want 3.8", got)
+	}
+	if got := cpuMicrosPerRecord(1, 0); got != 0 {
+		t.Fatalf("over no records = %v, want 0", got)
+	}
+	run := func(rate, cpu float64) runResult { return runResult{RecPerSec: rate, CPUMicrosPerRecord: cpu} }
+	if c := summarize("relay-eos", []runResult{run(100, 5), run(300, 3), run(200, 9)}); c.CPUMicrosPerRecord != 5 {
+		t.Fatalf("median CPU of 5, 3, 9 = %v, want 5", c.CPUMicrosPerRecord)
+	}
+	if c := summarize("relay-eos", []runResult{run(100, 4), run(300, 2)}); c.CPUMicrosPerRecord != 3 {
+		t.Fatalf("median CPU of 4, 2 = %v, want 3", c.CPUMicrosPerRecord)
+	}
+}
+
+// The throughput table says which broker setting it was measured on,
+// and prints every contender's CPU a record.
+func TestThroughputTablePrintsTheSettingAndCPU(t *testing.T) {
+	run := func(i int, rate, cpu float64) runResult {
+		return runResult{Run: i, Workers: 2, RecPerSec: rate, CPUMicrosPerRecord: cpu}
+	}
+	runs := map[string][]runResult{
+		rawShare.name:     {run(1, 400, 1.1), run(2, 400, 1.3)},
+		relayEOS.name:     {run(1, 100, 3.8), run(2, 200, 4.0)},
+		classicEOS.name:   {run(1, 150, 1.4), run(2, 150, 1.4)},
+		copier.name:       {run(1, 300, 2.0), run(2, 300, 2.0)},
+		relayALO.name:     {run(1, 200, 3.0), run(2, 200, 3.0)},
+		copierStrict.name: {run(1, 300, 2.0), run(2, 300, 2.0)},
+		classicALO.name:   {run(1, 300, 1.0), run(2, 300, 1.0)},
+	}
+	sr := sizeResult{Size: 200, Records: 1000}
+	summarizeSize(&sr, (&bench{}).contenders(), runs)
 	var out strings.Builder
-	printSize(&out, limitsLabel(true, 0, 4000), sizeResult{Size: 200, Records: 1000})
-	want := "throughput: 1000 records of 200 B values; broker: Kafka's default share-group limits (4,000 record locks a partition)\n"
-	if !strings.Contains(out.String(), want) {
-		t.Errorf("printed:\n%s\nwant %q", out.String(), want)
+	printSize(&out, limitsLabel(true, 0, 4000), sr)
+	s := out.String()
+	for _, want := range []string{
+		"throughput: 1000 records of 200 B values; broker: Kafka's default share-group limits (4,000 record locks a partition)\n",
+		"µs/rec CPU",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("printed:\n%s\nwant %q", s, want)
+		}
+	}
+	for _, row := range []struct{ name, cpu string }{{"relay-eos ", "3.90"}, {"classic-eos ", "1.40"}} {
+		if !slices.ContainsFunc(strings.Split(s, "\n"), func(l string) bool {
+			return strings.HasPrefix(l, "200 B   "+row.name) && strings.Contains(l, " "+row.cpu+" ")
+		}) {
+			t.Errorf("printed:\n%s\nwant a row of %s with %s µs/rec CPU", s, row.name, row.cpu)
+		}
 	}
 }
 
