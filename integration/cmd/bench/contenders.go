@@ -45,6 +45,13 @@ type contender struct {
 	// process: the relay runs as its own process, the shipped binary
 	// (-relay-bin), instead of inside the bench.
 	process bool
+	// A variant (-relay-variants) is a relay contender with batch
+	// settings of its own, over the relay's defaults and -relay-batch;
+	// base names the contender it varies and is compared with, slug
+	// names its groups, topics and files (its name holds braces, which
+	// Kafka's names do not allow).
+	batch      map[string]string
+	base, slug string
 }
 
 var (
@@ -64,6 +71,14 @@ var (
 )
 
 func (c contender) isRelay() bool { return c.delivery != "" }
+
+// id names the contender's groups, topics, pipeline and files.
+func (c contender) id() string {
+	if c.slug != "" {
+		return c.slug
+	}
+	return c.name
+}
 
 // asProcess is relay contender c run as its own process (-relay-bin).
 func (c contender) asProcess() contender {
@@ -289,7 +304,7 @@ func (b *bench) heapProfileAtHalf(t trial, tr *tracker) (stop func()) {
 	if b.opts.cpuProfileDir == "" || t.c.process {
 		return func() {}
 	}
-	path := filepath.Join(b.opts.cpuProfileDir, fmt.Sprintf("%dB-run%d-%s.heap.pprof", t.size, t.run, t.c.name))
+	path := filepath.Join(b.opts.cpuProfileDir, fmt.Sprintf("%dB-run%d-%s.heap.pprof", t.size, t.run, t.c.id()))
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -323,7 +338,7 @@ func (b *bench) startProfile(t trial) (stop func(), err error) {
 	if b.opts.cpuProfileDir == "" {
 		return func() {}, nil
 	}
-	base := filepath.Join(b.opts.cpuProfileDir, fmt.Sprintf("%dB-run%d-%s", t.size, t.run, t.c.name))
+	base := filepath.Join(b.opts.cpuProfileDir, fmt.Sprintf("%dB-run%d-%s", t.size, t.run, t.c.id()))
 	path := base + ".pprof"
 	f, err := os.Create(path)
 	if err != nil {
@@ -591,9 +606,8 @@ func (b *bench) pipelineYAMLOf(t trial) string {
 	}
 	tried := t.delay == 0 && !t.own // the throughput and latency runs
 	if tried {
-		for k, v := range b.opts.relayBatch {
-			settings[k] = v
-		}
+		maps.Copy(settings, b.opts.relayBatch)
+		maps.Copy(settings, t.c.batch) // a variant's own
 	}
 	var batch strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(settings)) {

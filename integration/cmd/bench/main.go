@@ -59,6 +59,17 @@
 //	             committed; classic-eos/classic-alo is what Kafka's
 //	             exactly-once costs a hand-written loop on this machine
 //
+// Variants (-relay-variants 'consumers=2;consumers=1,max_records=4000'):
+// each batch setting, key=value,... as -relay-batch takes them, separated
+// by semicolons, is one more exactly-once relay contender of the
+// throughput table, named after its settings
+// (relay-eos{consumers=1,max_records=4000}), run right after relay-eos in
+// every run so that their runs sit side by side, with its paired ratio to
+// relay-eos (the defaults) printed under the table. A variant starting
+// alo: is at-least-once and compared with relay-alo. Its settings go over
+// -relay-batch's; a setting the relay refuses fails before any broker
+// starts.
+//
 // The hand-written contenders (raw-share, copier, copier-strict,
 // classic-eos, classic-alo) poll -hand-max-records records at a time, by
 // default the relay's batch.max_records, so that every contender moves as many
@@ -107,10 +118,11 @@
 //
 // Goals are checked at the end (and written to the JSON output), per
 // broker setting: per size relay-eos ≥ 1.0× classic-eos at -workers and
-// ≥ 0.9× relay-alo, and, from the throughput issue before, relay-alo ≥
-// 0.9× copier, relay-eos ≥ 0.8× copier and the relay process's peak RSS;
-// relay-eos over classic-eos at each of -classic-workers is reported
-// without a target.
+// ≥ 0.9× relay-alo, relay-eos ≥ 0.95× the best of its variants (the
+// defaults land within 5% of the best hand-tuned setting tried), and, from
+// the throughput issue before, relay-alo ≥ 0.9× copier, relay-eos ≥ 0.8×
+// copier and the relay process's peak RSS; relay-eos over classic-eos at
+// each of -classic-workers is reported without a target.
 // On the first setting: relay-eos ≥ 1.8× classic-eos at 6 workers in the
 // scaling table, and the latency against the baseline's. A throughput
 // ratio is the median of the paired per-run ratios (run i of one
@@ -220,6 +232,9 @@ type options struct {
 	// group.share.max.partition.max.record.locks (0: Kafka's default),
 	// one fresh broker each, measured in turn.
 	brokerRecordLocks []int
+	// variants are the extra relay contenders of -relay-variants: relay-eos
+	// (or relay-alo) with batch settings of their own.
+	variants []contender
 	// memoryLimitMiB is this process's soft memory limit
 	// (debug.SetMemoryLimit; 0: the runtime's, from GOMEMLIMIT).
 	memoryLimitMiB int
@@ -262,14 +277,34 @@ func parseFlags(args []string) (options, error) {
 	if err := o.check(); err != nil {
 		return o, err
 	}
+	if err := o.checkRelaySettings(); err != nil {
+		return o, err
+	}
 	return o, nil
+}
+
+// checkRelaySettings parses the pipeline file of every relay contender of
+// the throughput table, so that a setting the relay refuses fails before
+// a broker starts, not after the warm-up.
+func (o options) checkRelaySettings() error {
+	b := &bench{opts: o, br: &broker{seeds: []string{"localhost:9092"}}}
+	for _, c := range append([]contender{relayALO, relayEOS}, o.variants...) {
+		t := trial{c: c, name: "check", source: "check.src", output: "check.out", dlq: "check.dlq", workers: o.workers}
+		if _, err := b.pipeline(t); err != nil {
+			if c.base != "" {
+				return fmt.Errorf("-relay-variants, %s: %w", c.name, err)
+			}
+			return fmt.Errorf("-relay-batch, -relay-group, -relay-client or -relay-compression: %w", err)
+		}
+	}
+	return nil
 }
 
 // listFlags are the flags given as lists, parsed into options after
 // fs.Parse.
 type listFlags struct {
 	sizes, classicWorkers, scalingWorkers, only, relayBatch, relayGroup, relayClient *string
-	brokerRecordLocks                                                                *string
+	brokerRecordLocks, relayVariants                                                 *string
 }
 
 // defineFlags defines the command's flags on fs: the plain ones into o, the
@@ -308,6 +343,7 @@ func (o *options) defineFlags(fs *flag.FlagSet) listFlags {
 	fs.StringVar(&o.latencyBaseline, "latency-baseline", "", "a bench binary of an earlier commit (make bench builds BENCH_BASELINE's); its latency runs alternate with this one's on the same broker, and the goal is the p99 ratio")
 	fs.IntVar(&o.latencyRounds, "latency-rounds", 3, "rounds of the latency runs (each relay contender, and the baseline's, once a round); the medians are reported")
 	l.brokerRecordLocks = fs.String("broker-record-locks", "0", "the local broker's group.share.max.partition.max.record.locks, the most record locks a share group may set per partition, comma separated: the warm-up and throughput tables run once per setting, each on a fresh broker, latency and scaling on the first (0: Kafka's default share-group limits; 10000: the setting docs/operations.md gives; e.g. 0,10000)")
+	l.relayVariants = fs.String("relay-variants", "", "extra relay-eos contenders of the throughput table, each with batch settings of its own, separated by semicolons, e.g. 'consumers=2;consumers=1,max_records=4000'; a variant starting alo: is relay-alo's (e.g. alo:consumers=2)")
 	return l
 }
 
@@ -339,6 +375,9 @@ func (o *options) parseLists(l listFlags) error {
 		}
 	}
 	if o.only, err = contenderList(*l.only); err != nil {
+		return err
+	}
+	if o.variants, err = parseVariants(*l.relayVariants, o.only); err != nil {
 		return err
 	}
 	o.brokerRecordLocks, err = recordLockSettings(*l.brokerRecordLocks, len(kafkatest.ExternalSeeds()) > 0)

@@ -76,6 +76,9 @@ type sizeResult struct {
 	// measured on the in-process runs, like every other contender's).
 	ProcessEOSOverALO       float64 `json:"process_eos_over_alo_paired,omitempty"`
 	ProcessEOSOverALOMedian float64 `json:"process_eos_over_alo,omitempty"`
+	// Variants are each -relay-variants contender over the contender
+	// it varies.
+	Variants []variantRatio `json:"variants,omitempty"`
 }
 
 // contenderResult summarises a contender's runs.
@@ -96,6 +99,8 @@ type contenderResult struct {
 	// CPUMicrosPerRecord is the median over the runs of the client CPU
 	// a record cost (runResult.CPUMicrosPerRecord).
 	CPUMicrosPerRecord float64 `json:"median_cpu_us_per_rec"`
+	// Base is, for a variant (-relay-variants), the contender it varies.
+	Base string `json:"variant_of,omitempty"`
 }
 
 // runResult is one run of one contender.
@@ -195,7 +200,7 @@ func (b *bench) throughput(ctx context.Context, size int) (sizeResult, error) {
 		progress("%d B values, run %d of %d", size, run, b.opts.runs)
 		for _, c := range b.contenders() {
 			t := trial{c: c, size: size, run: run, source: src, n: b.opts.records,
-				name: b.name(prefix, fmt.Sprintf("r%d", run), c.name)}
+				name: b.name(prefix, fmt.Sprintf("r%d", run), c.id())}
 			rr, err := b.runTrial(ctx, t, &created)
 			if err != nil {
 				return sr, err
@@ -220,7 +225,7 @@ func (b *bench) runProcesses(ctx context.Context, sr *sizeResult, src string, ru
 	size, prefix := sr.Size, fmt.Sprintf("%dB", sr.Size)
 	var relays []contender
 	for _, c := range b.contenders() {
-		if c.isRelay() {
+		if c.isRelay() && c.base == "" { // not the variants
 			relays = append(relays, c)
 		}
 	}
@@ -229,7 +234,7 @@ func (b *bench) runProcesses(ctx context.Context, sr *sizeResult, src string, ru
 			pc := c.asProcess()
 			progress("%d B values, %s: the relay as its own process, run %d of %d", size, c.name, run, b.opts.processRuns)
 			t := trial{c: pc, size: size, run: run, source: src, n: b.opts.records,
-				name: b.name(prefix, fmt.Sprintf("r%d", run), pc.name)}
+				name: b.name(prefix, fmt.Sprintf("r%d", run), pc.id())}
 			rr, err := b.runTrial(ctx, t, created)
 			if err != nil {
 				return err
@@ -246,12 +251,13 @@ func (b *bench) runProcesses(ctx context.Context, sr *sizeResult, src string, ru
 	return nil
 }
 
-// summarizeSize fills sr's contenders and ratios from the runs of cs, the
-// contenders of the throughput table.
+// summarizeSize fills sr's contenders, ratios and variant ratios from the
+// runs of cs, the contenders of the throughput table.
 func summarizeSize(sr *sizeResult, cs []contender, runs map[string][]runResult) {
 	medians := make(map[string]float64)
 	for _, c := range cs {
 		cr := summarize(c.name, runs[c.name])
+		cr.Base = c.base
 		medians[c.name] = cr.Median
 		sr.Contenders = append(sr.Contenders, cr)
 	}
@@ -264,6 +270,7 @@ func summarizeSize(sr *sizeResult, cs []contender, runs map[string][]runResult) 
 		sr.Ratios[rp.key()] = ratio(medians[rp.a], medians[rp.b])
 		sr.Paired[rp.key()] = pairedRatio(runs[rp.a], runs[rp.b])
 	}
+	sr.Variants = variantRatios(sr.Contenders)
 }
 
 // pairedRatio is the median over the runs of a's records/s over b's in the
@@ -496,10 +503,11 @@ func ratio(a, b float64) float64 {
 // broker setting named by setting.
 func printSize(w io.Writer, setting string, sr sizeResult) {
 	fmt.Fprintf(w, "\nthroughput: %d records of %d B values; broker: %s\n", sr.Records, sr.Size, setting)
-	fmt.Fprintf(w, "%-7s %-13s %7s %4s %13s %9s %9s %13s %11s %12s\n", "size", "contender", "workers", "runs", "median rec/s", "min", "max", "ratio-vs-raw", "µs/rec CPU", "peak RSS MB")
+	nw := nameWidth(sr.Contenders)
+	fmt.Fprintf(w, "%-7s %-*s %7s %4s %13s %9s %9s %13s %11s %12s\n", "size", nw, "contender", "workers", "runs", "median rec/s", "min", "max", "ratio-vs-raw", "µs/rec CPU", "peak RSS MB")
 	for _, c := range sr.Contenders {
-		fmt.Fprintf(w, "%-7s %-13s %7d %4d %13.0f %9.0f %9.0f %13.2f %11.2f %12.0f\n",
-			fmt.Sprintf("%d B", sr.Size), c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, c.RatioVsRaw, c.CPUMicrosPerRecord, c.PeakRSSMB)
+		fmt.Fprintf(w, "%-7s %-*s %7d %4d %13.0f %9.0f %9.0f %13.2f %11.2f %12.0f\n",
+			fmt.Sprintf("%d B", sr.Size), nw, c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, c.RatioVsRaw, c.CPUMicrosPerRecord, c.PeakRSSMB)
 	}
 	var parts []string
 	for _, rp := range ratioPairs {
@@ -511,6 +519,9 @@ func printSize(w io.Writer, setting string, sr sizeResult) {
 		parts = append(parts, fmt.Sprintf("%s %.2f", rp.key(), sr.Paired[rp.key()]))
 	}
 	fmt.Fprintf(w, "medians of paired per-run ratios: %s\n", strings.Join(parts, ", "))
+	for _, v := range sr.Variants {
+		fmt.Fprintf(w, "%s/%s: %.2f paired (%.2f of the medians)\n", v.Variant, v.Base, v.Paired, v.OfMedians)
+	}
 	for _, c := range sr.Contenders {
 		if len(c.Phases) > 0 {
 			fmt.Fprintf(w, "%s phases (share of the workers' time, all runs): %s\n", c.Name, formatPhases(c.Phases))
@@ -534,6 +545,16 @@ func printProcess(w io.Writer, sr sizeResult) {
 		fmt.Fprintf(w, "relay-eos-bin/relay-alo-bin: %.2f paired (%.2f of the medians)\n", sr.ProcessEOSOverALO, sr.ProcessEOSOverALOMedian)
 	}
 	printWarnings(w, sr.Process...)
+}
+
+// nameWidth is the width of the contender column: the longest name (a
+// variant's holds its settings), at least 13.
+func nameWidth(cs []contenderResult) int {
+	n := 13
+	for _, c := range cs {
+		n = max(n, utf8.RuneCountInString(c.Name))
+	}
+	return n
 }
 
 func printWarnings(w io.Writer, cs ...contenderResult) {
@@ -619,9 +640,10 @@ func firstSettingGoals(res results, setting string) []goal {
 
 // brokerGoals checks the targets of one broker setting, workers being
 // the throughput table's: per size relay-eos over classic-eos and over
-// relay-alo, the relay against the hand-written copier, and the relay
-// process's peak RSS; relay-eos over classic-eos at each -classic-workers
-// count is reported without a target.
+// relay-alo, relay-eos over its best variant, the relay against the
+// hand-written copier, and the relay process's peak RSS; relay-eos over
+// classic-eos at each -classic-workers count is reported without a
+// target.
 func brokerGoals(br brokerResult, workers int) []goal {
 	var gs []goal
 	add := func(g goal) {
@@ -639,6 +661,10 @@ func brokerGoals(br brokerResult, workers int) []goal {
 			{"relay-eos/copier", "relay-eos/copier", 0.8},
 		} {
 			add(atLeast(goal{What: fmt.Sprintf("%d B %s", sr.Size, g.what), Value: sr.Paired[g.key], OfMedians: sr.Ratios[g.key]}, g.target))
+		}
+		if g, ok := bestVariantGoal(sr.Contenders, relayEOS.name); ok {
+			g.What = fmt.Sprintf("%d B %s", sr.Size, g.What)
+			add(g)
 		}
 	}
 	for _, c := range br.Classic {
@@ -773,15 +799,20 @@ func writeJSON(path string, res results) error {
 	return nil
 }
 
-// contenders returns the contenders of the throughput table (-contenders).
+// contenders returns the contenders of the throughput table (-contenders),
+// each variant (-relay-variants) right after the contender it varies, so
+// that their runs sit side by side.
 func (b *bench) contenders() []contender {
-	if len(b.opts.only) == 0 {
-		return contenders
-	}
 	var out []contender
 	for _, c := range contenders {
-		if slices.Contains(b.opts.only, c.name) {
-			out = append(out, c)
+		if len(b.opts.only) > 0 && !slices.Contains(b.opts.only, c.name) {
+			continue
+		}
+		out = append(out, c)
+		for _, v := range b.opts.variants {
+			if v.base == c.name {
+				out = append(out, v)
+			}
 		}
 	}
 	return out
