@@ -91,11 +91,9 @@ func limitsLabel(local bool, set, reported int) string {
 	return fmt.Sprintf("share-group record locks set to %s a partition, Kafka's default", thousands(set))
 }
 
-// thousands writes n with commas between groups of three digits.
+// thousands writes n, not negative, with commas between groups of three
+// digits.
 func thousands(n int) string {
-	if n < 0 {
-		return "-" + thousands(-n)
-	}
 	s := strconv.Itoa(n)
 	for i := len(s) - 3; i > 0; i -= 3 {
 		s = s[:i] + "," + s[i:]
