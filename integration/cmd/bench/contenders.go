@@ -160,6 +160,16 @@ func (t *tracker) counts() (received, acked int64) {
 	return t.received, t.acked
 }
 
+// sinceFirst is the time since the first record was received, 0 before.
+func (t *tracker) sinceFirst() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.received == 0 {
+		return 0
+	}
+	return time.Since(t.first)
+}
+
 // elapsed is the timed span; valid once done is closed.
 func (t *tracker) elapsed() time.Duration {
 	t.mu.Lock()

@@ -91,13 +91,40 @@ func (b *bench) runRelayProcess(ctx context.Context, t trial, tr *tracker) (peak
 }
 
 // followEndpoint feeds the relay process's records polled and records
-// accepted, read from its /metrics every 20 ms, into tr until ctx ends.
+// accepted, read from its /metrics (scrapeInterval apart), into tr until
+// ctx ends.
 func followEndpoint(ctx context.Context, url string, tr *tracker) {
 	hc := &http.Client{Timeout: time.Second}
-	follow(ctx, 20*time.Millisecond, tr, func() (int64, int64, bool) {
+	every := func(accepted int64) time.Duration { return scrapeInterval(tr.want, accepted, tr.sinceFirst()) }
+	follow(ctx, every, tr, func() (int64, int64, bool) {
 		p, a, err := scrapeProgress(ctx, hc, url)
 		return p, a, err == nil // not listening yet
 	})
+}
+
+// Bounds of the wait between two scrapes of a relay process's metrics.
+const (
+	fastScrape = 20 * time.Millisecond
+	slowScrape = 250 * time.Millisecond
+)
+
+// scrapeInterval is the wait before the next scrape of a relay process's
+// metrics, want records to accept, accepted so far, the first polled
+// sinceFirst ago (0: none yet). Each end of the timed span is only as
+// exact as the wait, so it is short until records flow and as the last
+// one nears (an eighth of the time left at the rate so far); in between,
+// and once every record is accepted, it is long, as a scrape (the whole
+// registry, Go and process collectors included) costs the relay process
+// CPU that its µs/rec CPU would count.
+func scrapeInterval(want, accepted int64, sinceFirst time.Duration) time.Duration {
+	switch {
+	case accepted >= want:
+		return slowScrape
+	case accepted <= 0 || sinceFirst <= 0:
+		return fastScrape
+	}
+	left := time.Duration(float64(sinceFirst) * float64(want-accepted) / float64(accepted))
+	return min(max(left/8, fastScrape), slowScrape)
 }
 
 // scrapeProgress reads the sums of sharerelay_records_polled_total and of

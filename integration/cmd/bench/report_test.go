@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sharerelay/sharerelay/config"
 )
@@ -328,5 +329,27 @@ func TestGoalsArePerBrokerSetting(t *testing.T) {
 	}
 	if !strings.Contains(s, "reported, no target") {
 		t.Errorf("printed:\n%s\nwant the 3-worker ratio reported without a target", s)
+	}
+}
+
+// A relay process is scraped often where the timed span starts and ends,
+// and seldom in between, where a scrape only costs it CPU.
+func TestRelayProcessIsScrapedOftenOnlyNearTheEndsOfTheRun(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		accepted   int64
+		sinceFirst time.Duration
+		want       time.Duration
+	}{
+		{"before the first record", 0, 0, fastScrape},
+		{"records polled, none accepted yet", 0, time.Second, fastScrape},
+		{"a tenth done in a second: 9 s left", 100_000, time.Second, slowScrape},
+		{"nine tenths done in 9 s: 1 s left", 900_000, 9 * time.Second, 125 * time.Millisecond},
+		{"all but 1,000 done in 10 s: 10 ms left", 999_000, 10 * time.Second, fastScrape},
+		{"all done: nothing left to time", 1_000_000, 10 * time.Second, slowScrape},
+	} {
+		if got := scrapeInterval(1_000_000, tc.accepted, tc.sinceFirst); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
 	}
 }
