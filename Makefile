@@ -86,16 +86,19 @@ lint:
 	cd $(RULETEST) && $(GO) vet ./...
 	cd $(HELMTEST) && $(GO) vet ./...
 
-# Throughput and latency side by side (raw share consume, hand-written
-# copier, relay at-least-once, relay exactly-once, a classic consumer-group
-# exactly-once copier and its loop without the transaction; the
-# hand-written ones poll as many records as the relay), then the restart
+# Throughput, client CPU a record and latency side by side (raw share
+# consume, hand-written copier, relay at-least-once, relay exactly-once, a
+# classic consumer-group exactly-once copier and its loop without the
+# transaction; the hand-written ones poll as many records as the relay),
+# on a broker with Kafka's default share-group limits
+# (BENCH_ARGS='-broker-record-locks 0,10000' adds a broker raised to
+# 10,000 record locks a partition, after it), then the restart
 # time of a claim ledger with a million claims behind its snapshot. About
 # 30 minutes on a 2-core machine (1,000,000 records a size, 5 interleaved
 # runs); BENCH_ARGS='-records 200000 -runs 3' for a quick look.
 # The relay also runs as its own process (bin/relay), 3 runs of each mode,
-# for its peak RSS and exactly-once over at-least-once as an operator runs
-# it, and the latency runs alternate with those of the bench of
+# for its peak RSS, its CPU a record and exactly-once over at-least-once
+# as an operator runs it, and the latency runs alternate with those of the bench of
 # BENCH_BASELINE (the relay of the day the throughput issue was filed),
 # built from git; BENCH_BASELINE= leaves the baseline out.
 BENCH_BASELINE ?= 080df91

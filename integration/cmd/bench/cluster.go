@@ -47,15 +47,58 @@ type broker struct {
 	recordLocks int
 }
 
-// recordLocksNote says which record lock cap the groups run under.
-func (br *broker) recordLocksNote() string {
-	switch {
-	case br.local == nil:
-		return "the cluster's own group.share.max.partition.max.record.locks"
-	case br.recordLocks == 0:
-		return "group.share.max.partition.max.record.locks at Kafka's default"
+// The broker config that bounds the record locks a share group may set
+// per partition (share.partition.max.record.locks), and Kafka's range and
+// default for it.
+const (
+	maxRecordLocksConfig       = "group.share.max.partition.max.record.locks"
+	minMaxRecordLocks          = 2000
+	maxMaxRecordLocks          = 10000
+	kafkaDefaultMaxRecordLocks = 4000
+)
+
+// describeLimits says which share-group limits the broker runs with, as
+// the tables and goals name the setting, with the record locks a group may
+// hold per partition as the broker reports them (when it can be asked).
+func (b *bench) describeLimits(ctx context.Context) string {
+	most := 0
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if bc, err := sharegroup.BrokerConfig(dctx, b.adm, maxRecordLocksConfig); err == nil {
+		most, _ = strconv.Atoi(bc[maxRecordLocksConfig])
 	}
-	return fmt.Sprintf("group.share.max.partition.max.record.locks=%d", br.recordLocks)
+	return limitsLabel(b.br.local != nil, b.br.recordLocks, most)
+}
+
+// limitsLabel names a broker setting: local or an external cluster, the
+// record locks set (0: Kafka's default), and those the broker reported
+// (0: unknown).
+func limitsLabel(local bool, set, reported int) string {
+	locks := ""
+	if reported > 0 {
+		locks = fmt.Sprintf(" (%s record locks a partition)", thousands(reported))
+	}
+	switch {
+	case !local:
+		return "the cluster's own share-group limits" + locks
+	case set == 0:
+		return "Kafka's default share-group limits" + locks
+	case set > kafkaDefaultMaxRecordLocks:
+		return fmt.Sprintf("share-group record locks raised to %s a partition", thousands(set))
+	case set < kafkaDefaultMaxRecordLocks:
+		return fmt.Sprintf("share-group record locks lowered to %s a partition", thousands(set))
+	}
+	return fmt.Sprintf("share-group record locks set to %s a partition, Kafka's default", thousands(set))
+}
+
+// thousands writes n, not negative, with commas between groups of three
+// digits.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // benchProperties are Kafka's defaults for the request threads, where the
@@ -71,11 +114,7 @@ var benchProperties = map[string]string{
 // getBroker returns the cluster in KAFKA_BOOTSTRAP_SERVERS, or starts a
 // local one whose share groups may hold recordLocks record locks per
 // partition (group.share.max.partition.max.record.locks; 0: Kafka's
-// default). The bench's default is the setting docs/operations.md recommends
-// for the relay: at Kafka's 4,000 the relay's 2 workers × 4 consumers ×
-// 2,000 records ask for more locks than a group of a 3-partition topic
-// may hold, and a mode that holds records longer (exactly-once, through
-// its commit) moves fewer records a second.
+// default, what a user's broker has unless its operator raised it).
 func getBroker(ctx context.Context, recordLocks int) (*broker, error) {
 	if seeds := kafkatest.ExternalSeeds(); len(seeds) > 0 {
 		return &broker{seeds: seeds, kind: "external"}, nil
@@ -86,7 +125,7 @@ func getBroker(ctx context.Context, recordLocks int) (*broker, error) {
 	began := time.Now()
 	props := maps.Clone(benchProperties)
 	if recordLocks > 0 {
-		props["group.share.max.partition.max.record.locks"] = strconv.Itoa(recordLocks)
+		props[maxRecordLocksConfig] = strconv.Itoa(recordLocks)
 	}
 	b, err := kafkatest.StartLocal(sctx, kafkatest.Options{JVMArgs: benchJVMArgs, Properties: props})
 	if err != nil {

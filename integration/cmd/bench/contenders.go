@@ -45,6 +45,13 @@ type contender struct {
 	// process: the relay runs as its own process, the shipped binary
 	// (-relay-bin), instead of inside the bench.
 	process bool
+	// A variant (-relay-variants) is a relay contender with batch
+	// settings of its own, over the relay's defaults and -relay-batch;
+	// base names the contender it varies and is compared with, slug
+	// names its groups, topics and files (its name holds braces, which
+	// Kafka's names do not allow).
+	batch      map[string]string
+	base, slug string
 }
 
 var (
@@ -64,6 +71,14 @@ var (
 )
 
 func (c contender) isRelay() bool { return c.delivery != "" }
+
+// id names the contender's groups, topics, pipeline and files.
+func (c contender) id() string {
+	if c.slug != "" {
+		return c.slug
+	}
+	return c.name
+}
 
 // asProcess is relay contender c run as its own process (-relay-bin).
 func (c contender) asProcess() contender {
@@ -145,6 +160,16 @@ func (t *tracker) counts() (received, acked int64) {
 	return t.received, t.acked
 }
 
+// sinceFirst is the time since the first record was received, 0 before.
+func (t *tracker) sinceFirst() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.received == 0 {
+		return 0
+	}
+	return time.Since(t.first)
+}
+
 // elapsed is the timed span; valid once done is closed.
 func (t *tracker) elapsed() time.Duration {
 	t.mu.Lock()
@@ -171,18 +196,19 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 	tc.startCPU(b.br.pid())
 	resetPeakRSS()
 	began := time.Now()
-	phases, mode, peakRSS, err := b.runContender(ctx, t, tr, tc)
+	cpu0 := selfCPU()
+	rr, err := b.runContender(ctx, t, tr, tc)
+	if !t.c.process { // it ran in this process
+		rr.CPUSeconds, rr.PeakRSSMB = (selfCPU() - cpu0).Seconds(), peakRSSMB()
+	}
 	tc.stopCPU()
 	stopProfile()
 	if err != nil {
 		return runResult{}, fmt.Errorf("%s, run %d: %w", t.c.name, t.run, err)
 	}
 	el := tr.elapsed()
-	rr := runResult{Run: t.run, Workers: t.workers, Seconds: el.Seconds(), RecPerSec: float64(t.n) / el.Seconds(),
-		PeakRSSMB: peakRSSMB(), Phases: phases, AcquireMode: mode}
-	if t.c.process {
-		rr.PeakRSSMB = peakRSS
-	}
+	rr.Run, rr.Workers, rr.Seconds, rr.RecPerSec = t.run, t.workers, el.Seconds(), float64(t.n)/el.Seconds()
+	rr.CPUMicrosPerRecord = cpuMicrosPerRecord(rr.CPUSeconds, t.n)
 	reportRun(t, rr, el, time.Since(began))
 	tc.print(t.c.name)
 
@@ -236,20 +262,34 @@ func (b *bench) setUpTrial(ctx context.Context, t trial, created *[]string) (tri
 }
 
 // runContender runs t's contender until the tracker has seen every record
-// acknowledged. The in-process relay reports its phases and acquire mode,
-// the relay process its peak RSS.
-func (b *bench) runContender(ctx context.Context, t trial, tr *tracker, tc *traceCollector) (phases map[string]float64, mode string, peakRSS float64, err error) {
+// acknowledged. It returns what only the run itself knows: the in-process
+// relay's phases and acquire mode, the relay process's peak RSS and CPU.
+func (b *bench) runContender(ctx context.Context, t trial, tr *tracker, tc *traceCollector) (runResult, error) {
+	var (
+		rr  runResult
+		err error
+	)
 	switch {
 	case t.c.process:
-		peakRSS, err = b.runRelayProcess(ctx, t, tr)
+		var cpu time.Duration
+		rr.PeakRSSMB, cpu, err = b.runRelayProcess(ctx, t, tr)
+		rr.CPUSeconds = cpu.Seconds()
 	case t.c.isRelay():
-		phases, mode, err = b.runRelay(ctx, t, tr, tc)
+		rr.Phases, rr.AcquireMode, err = b.runRelay(ctx, t, tr, tc)
 	case t.c.classic:
 		err = b.runClassic(ctx, t, tr, tc)
 	default:
 		err = b.runShareClients(ctx, t, tr, tc)
 	}
-	return phases, mode, peakRSS, err
+	return rr, err
+}
+
+// cpuMicrosPerRecord is CPU seconds over n records, in microseconds.
+func cpuMicrosPerRecord(seconds float64, n int) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return seconds * 1e6 / float64(n)
 }
 
 // reportRun prints a run's result: el is its timed span, whole the run
@@ -259,8 +299,8 @@ func reportRun(t trial, rr runResult, el, whole time.Duration) {
 	if t.run == 0 {
 		label = "warm-up"
 	}
-	progress("  %-13s %s, %d workers: %d records in %s = %.0f rec/s (whole run incl. start and stop %s; peak RSS %.0f MB)",
-		t.c.name, label, t.workers, t.n, el.Round(time.Millisecond), rr.RecPerSec, whole.Round(100*time.Millisecond), rr.PeakRSSMB)
+	progress("  %-13s %s, %d workers: %d records in %s = %.0f rec/s, %.2f µs/rec CPU (whole run incl. start and stop %s; peak RSS %.0f MB)",
+		t.c.name, label, t.workers, t.n, el.Round(time.Millisecond), rr.RecPerSec, rr.CPUMicrosPerRecord, whole.Round(100*time.Millisecond), rr.PeakRSSMB)
 	if len(rr.Phases) > 0 {
 		progress("  %-13s acquire mode %s; phases: %s", t.c.name, rr.AcquireMode, formatPhases(rr.Phases))
 	}
@@ -274,7 +314,7 @@ func (b *bench) heapProfileAtHalf(t trial, tr *tracker) (stop func()) {
 	if b.opts.cpuProfileDir == "" || t.c.process {
 		return func() {}
 	}
-	path := filepath.Join(b.opts.cpuProfileDir, fmt.Sprintf("%dB-run%d-%s.heap.pprof", t.size, t.run, t.c.name))
+	path := filepath.Join(b.opts.cpuProfileDir, fmt.Sprintf("%dB-run%d-%s.heap.pprof", t.size, t.run, t.c.id()))
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -308,7 +348,7 @@ func (b *bench) startProfile(t trial) (stop func(), err error) {
 	if b.opts.cpuProfileDir == "" {
 		return func() {}, nil
 	}
-	base := filepath.Join(b.opts.cpuProfileDir, fmt.Sprintf("%dB-run%d-%s", t.size, t.run, t.c.name))
+	base := filepath.Join(b.opts.cpuProfileDir, fmt.Sprintf("%dB-run%d-%s", t.size, t.run, t.c.id()))
 	path := base + ".pprof"
 	f, err := os.Create(path)
 	if err != nil {
@@ -576,9 +616,8 @@ func (b *bench) pipelineYAMLOf(t trial) string {
 	}
 	tried := t.delay == 0 && !t.own // the throughput and latency runs
 	if tried {
-		for k, v := range b.opts.relayBatch {
-			settings[k] = v
-		}
+		maps.Copy(settings, b.opts.relayBatch)
+		maps.Copy(settings, t.c.batch) // a variant's own
 	}
 	var batch strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(settings)) {

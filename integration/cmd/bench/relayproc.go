@@ -25,23 +25,24 @@ const processStopTimeout = 30 * time.Second
 // runRelayProcess runs the trial's pipeline with the shipped relay binary
 // (-relay-bin, `relay run`) as its own process, follows its progress on
 // its metrics endpoint until every record is acknowledged, reads its peak
-// resident set size, and stops it with SIGTERM. The in-process relay
-// shares this process's heap and runtime with the bench; this is the
-// memory an operator sees.
-func (b *bench) runRelayProcess(ctx context.Context, t trial, tr *tracker) (peakMB float64, err error) {
+// resident set size and the CPU it used (user+system, from its start),
+// and stops it with SIGTERM. The in-process relay shares this process's
+// heap and runtime with the bench; this is the memory and CPU an operator
+// sees.
+func (b *bench) runRelayProcess(ctx context.Context, t trial, tr *tracker) (peakMB float64, cpu time.Duration, err error) {
 	port, err := kafkatest.FreePort()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	t.metricsListen = "127.0.0.1:" + strconv.Itoa(port)
 	dir, err := os.MkdirTemp("", "bench-relay-")
 	if err != nil {
-		return 0, fmt.Errorf("creating the pipeline's directory: %w", err)
+		return 0, 0, fmt.Errorf("creating the pipeline's directory: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, t.name+".yaml")
 	if err := os.WriteFile(path, []byte(b.pipelineYAMLOf(t)), 0o600); err != nil {
-		return 0, fmt.Errorf("writing the pipeline: %w", err)
+		return 0, 0, fmt.Errorf("writing the pipeline: %w", err)
 	}
 	cmd := exec.Command(b.opts.relayBin, "run", "-c", path, "--instance", relayInstance, "--log-level", "error")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -49,7 +50,7 @@ func (b *bench) runRelayProcess(ctx context.Context, t trial, tr *tracker) (peak
 		cmd.Env = append(os.Environ(), fmt.Sprintf("GOMEMLIMIT=%dMiB", b.opts.memoryLimitMiB))
 	}
 	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("starting %s: %w", b.opts.relayBin, err)
+		return 0, 0, fmt.Errorf("starting %s: %w", b.opts.relayBin, err)
 	}
 	var waitErr error
 	exited := make(chan struct{})
@@ -67,8 +68,8 @@ func (b *bench) runRelayProcess(ctx context.Context, t trial, tr *tracker) (peak
 		}
 	})
 	err = b.await(ctx, t, tr, failed)
-	// Read before the shutdown: the peak of the run itself.
-	peakMB = processPeakRSSMB(cmd.Process.Pid)
+	// Read before the shutdown: the peak and the CPU of the run itself.
+	peakMB, cpu = processPeakRSSMB(cmd.Process.Pid), procCPU(cmd.Process.Pid)
 	stopFollow()
 	wg.Wait()
 	select {
@@ -86,17 +87,44 @@ func (b *bench) runRelayProcess(ctx context.Context, t trial, tr *tracker) (peak
 			err = errors.Join(err, fmt.Errorf("the relay process did not stop within %s of SIGTERM", processStopTimeout))
 		}
 	}
-	return peakMB, err
+	return peakMB, cpu, err
 }
 
 // followEndpoint feeds the relay process's records polled and records
-// accepted, read from its /metrics every 20 ms, into tr until ctx ends.
+// accepted, read from its /metrics (scrapeInterval apart), into tr until
+// ctx ends.
 func followEndpoint(ctx context.Context, url string, tr *tracker) {
 	hc := &http.Client{Timeout: time.Second}
-	follow(ctx, 20*time.Millisecond, tr, func() (int64, int64, bool) {
+	every := func(accepted int64) time.Duration { return scrapeInterval(tr.want, accepted, tr.sinceFirst()) }
+	follow(ctx, every, tr, func() (int64, int64, bool) {
 		p, a, err := scrapeProgress(ctx, hc, url)
 		return p, a, err == nil // not listening yet
 	})
+}
+
+// Bounds of the wait between two scrapes of a relay process's metrics.
+const (
+	fastScrape = 20 * time.Millisecond
+	slowScrape = 250 * time.Millisecond
+)
+
+// scrapeInterval is the wait before the next scrape of a relay process's
+// metrics, want records to accept, accepted so far, the first polled
+// sinceFirst ago (0: none yet). Each end of the timed span is only as
+// exact as the wait, so it is short until records flow and as the last
+// one nears (an eighth of the time left at the rate so far); in between,
+// and once every record is accepted, it is long, as a scrape (the whole
+// registry, Go and process collectors included) costs the relay process
+// CPU that its µs/rec CPU would count.
+func scrapeInterval(want, accepted int64, sinceFirst time.Duration) time.Duration {
+	switch {
+	case accepted >= want:
+		return slowScrape
+	case accepted <= 0 || sinceFirst <= 0:
+		return fastScrape
+	}
+	left := time.Duration(float64(sinceFirst) * float64(want-accepted) / float64(accepted))
+	return min(max(left/8, fastScrape), slowScrape)
 }
 
 // scrapeProgress reads the sums of sharerelay_records_polled_total and of

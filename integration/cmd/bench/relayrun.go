@@ -132,31 +132,31 @@ func followMetrics(ctx context.Context, m *metrics.Metrics, workers int, tr *tra
 		polled = append(polled, m.RecordsPolled.WithLabelValues(w))
 		accepted = append(accepted, m.Acks.WithLabelValues(w, metrics.AckAccept))
 	}
-	follow(ctx, time.Millisecond, tr, func() (int64, int64, bool) {
+	follow(ctx, func(int64) time.Duration { return time.Millisecond }, tr, func() (int64, int64, bool) {
 		return sumCounters(polled), sumCounters(accepted), true
 	})
 }
 
-// follow reads the relay's totals of records polled and records accepted
-// every interval, and feeds what they grew by into tr, until ctx ends. A
-// read that fails (ok false) is skipped.
-func follow(ctx context.Context, every time.Duration, tr *tracker, read func() (polled, accepted int64, ok bool)) {
-	tick := time.NewTicker(every)
-	defer tick.Stop()
+// follow reads the relay's totals of records polled and records accepted,
+// waiting every(the records accepted so far) before each read, and feeds
+// what they grew by into tr, until ctx ends. A read that fails (ok false)
+// is skipped.
+func follow(ctx context.Context, every func(accepted int64) time.Duration, tr *tracker, read func() (polled, accepted int64, ok bool)) {
+	wait := time.NewTimer(every(0))
+	defer wait.Stop()
 	var seenPolled, seenAccepted int64
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-wait.C:
 		}
-		p, a, ok := read()
-		if !ok {
-			continue
+		if p, a, ok := read(); ok {
+			tr.receive(int(p - seenPolled))
+			tr.ack(int(a - seenAccepted))
+			seenPolled, seenAccepted = max(seenPolled, p), max(seenAccepted, a)
 		}
-		tr.receive(int(p - seenPolled))
-		tr.ack(int(a - seenAccepted))
-		seenPolled, seenAccepted = max(seenPolled, p), max(seenAccepted, a)
+		wait.Reset(every(seenAccepted))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // results is everything measured, as written by -json.
@@ -23,23 +24,38 @@ type results struct {
 	Workers int       `json:"workers"`
 	Sizes   []int     `json:"sizes"`
 	// HandMaxRecords is the poll size of the hand-written contenders.
-	HandMaxRecords int             `json:"hand_max_records"`
-	Throughput     []sizeResult    `json:"throughput"`
-	Classic        []classicResult `json:"classic,omitempty"`
-	Scaling        *scalingResult  `json:"scaling,omitempty"`
+	HandMaxRecords int `json:"hand_max_records"`
+	// Brokers are the warm-up and throughput tables once per broker
+	// setting (-broker-record-locks), in the order they ran.
+	Brokers []brokerResult `json:"brokers"`
+	// Scaling and the latency runs ran on the first broker setting only.
+	Scaling *scalingResult `json:"scaling,omitempty"`
 	// Latency are the medians over the latency rounds; LatencyBaseline
 	// the baseline bench's (-latency-baseline), run side by side.
 	Latency         []latencyResult `json:"latency,omitempty"`
 	LatencyBaseline []latencyResult `json:"latency_baseline,omitempty"`
 	LatencyRounds   []latencyRound  `json:"latency_rounds,omitempty"`
-	EOSOverALO      float64         `json:"eos_over_alo"`
-	Goals           []goal          `json:"goals"`
-	// BrokerRecordLocks is the local broker's
-	// group.share.max.partition.max.record.locks (0: Kafka's default, or
-	// an external cluster's own setting).
-	BrokerRecordLocks int `json:"broker_record_locks,omitempty"`
+	// Goals are the targets checked, each naming the broker setting it
+	// was measured on.
+	Goals []goal `json:"goals"`
 	// MemoryLimitMiB is this process's soft memory limit (0: none).
 	MemoryLimitMiB int `json:"memory_limit_mib,omitempty"`
+}
+
+// brokerResult is what was measured on one broker setting.
+type brokerResult struct {
+	// RecordLocks is the local broker's
+	// group.share.max.partition.max.record.locks as set (0: Kafka's
+	// default, or an external cluster's own setting).
+	RecordLocks int `json:"record_locks"`
+	// Setting says it in words, with the limit the broker reported:
+	// the label of its tables and goals.
+	Setting    string          `json:"setting"`
+	Throughput []sizeResult    `json:"throughput"`
+	Classic    []classicResult `json:"classic,omitempty"`
+	// EOSOverALO is relay-eos over relay-alo, the geometric mean over
+	// the sizes of the ratios of the medians.
+	EOSOverALO float64 `json:"eos_over_alo"`
 }
 
 // sizeResult is the throughput of every contender for one value size.
@@ -60,6 +76,9 @@ type sizeResult struct {
 	// measured on the in-process runs, like every other contender's).
 	ProcessEOSOverALO       float64 `json:"process_eos_over_alo_paired,omitempty"`
 	ProcessEOSOverALOMedian float64 `json:"process_eos_over_alo,omitempty"`
+	// Variants are each -relay-variants contender over the contender
+	// it varies.
+	Variants []variantRatio `json:"variants,omitempty"`
 }
 
 // contenderResult summarises a contender's runs.
@@ -77,6 +96,11 @@ type contenderResult struct {
 	// Phases are the relay workers' seconds per phase, summed over the
 	// runs.
 	Phases map[string]float64 `json:"phases,omitempty"`
+	// CPUMicrosPerRecord is the median over the runs of the client CPU
+	// a record cost (runResult.CPUMicrosPerRecord).
+	CPUMicrosPerRecord float64 `json:"median_cpu_us_per_rec"`
+	// Base is, for a variant (-relay-variants), the contender it varies.
+	Base string `json:"variant_of,omitempty"`
 }
 
 // runResult is one run of one contender.
@@ -90,7 +114,16 @@ type runResult struct {
 	// AcquireMode is the acquire mode an in-process relay ran with
 	// (what the sharerelay_acquire_whole_batches gauge said).
 	AcquireMode string `json:"acquire_mode,omitempty"`
-	Warning     string `json:"warning,omitempty"`
+	// CPUSeconds is the client CPU the run cost, user+system: for a
+	// contender in this process, this process's from the start of the
+	// contender (creating its clients) to its end (closing them); for
+	// the relay as its own process, that process's from its start to
+	// just before SIGTERM. It includes this process's own bookkeeping
+	// of the run (following progress, the lag check), a small share.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// CPUMicrosPerRecord is CPUSeconds over the records, in µs.
+	CPUMicrosPerRecord float64 `json:"cpu_us_per_rec"`
+	Warning            string  `json:"warning,omitempty"`
 }
 
 // classicResult compares relay-eos with classic-eos at one worker count.
@@ -118,13 +151,19 @@ type scalingResult struct {
 // paired per-run ratios (pairedRatio), the steadier estimator on a noisy
 // machine; OfMedians is the ratio of the two medians, printed beside it.
 type goal struct {
+	// Broker is the broker setting it was measured on
+	// (brokerResult.Setting).
+	Broker    string  `json:"broker"`
 	What      string  `json:"what"`
 	Value     float64 `json:"value"`
 	OfMedians float64 `json:"ratio_of_medians,omitempty"`
 	Target    float64 `json:"target"`
 	// AtMost: the goal is Value <= Target (latency, memory), not >=.
 	AtMost bool `json:"at_most,omitempty"`
-	Met    bool `json:"met"`
+	// ReportOnly: a ratio reported without a target (Target 0; Met
+	// true, as there is nothing to miss).
+	ReportOnly bool `json:"report_only,omitempty"`
+	Met        bool `json:"met"`
 }
 
 // latencyResult is the latency of one relay contender.
@@ -161,7 +200,7 @@ func (b *bench) throughput(ctx context.Context, size int) (sizeResult, error) {
 		progress("%d B values, run %d of %d", size, run, b.opts.runs)
 		for _, c := range b.contenders() {
 			t := trial{c: c, size: size, run: run, source: src, n: b.opts.records,
-				name: b.name(prefix, fmt.Sprintf("r%d", run), c.name)}
+				name: b.name(prefix, fmt.Sprintf("r%d", run), c.id())}
 			rr, err := b.runTrial(ctx, t, &created)
 			if err != nil {
 				return sr, err
@@ -171,33 +210,54 @@ func (b *bench) throughput(ctx context.Context, size int) (sizeResult, error) {
 	}
 
 	if b.opts.relayBin != "" {
-		for run := 1; run <= b.opts.processRuns; run++ {
-			for _, c := range b.contenders() {
-				if !c.isRelay() {
-					continue
-				}
-				pc := c.asProcess()
-				progress("%d B values, %s: the relay as its own process, run %d of %d", size, c.name, run, b.opts.processRuns)
-				t := trial{c: pc, size: size, run: run, source: src, n: b.opts.records,
-					name: b.name(prefix, fmt.Sprintf("r%d", run), pc.name)}
-				rr, err := b.runTrial(ctx, t, &created)
-				if err != nil {
-					return sr, err
-				}
-				runs[pc.name] = append(runs[pc.name], rr)
-			}
+		if err := b.runProcesses(ctx, &sr, src, runs, &created); err != nil {
+			return sr, err
 		}
-		for _, c := range b.contenders() {
-			if c.isRelay() && len(runs[c.asProcess().name]) > 0 {
-				sr.Process = append(sr.Process, summarize(c.asProcess().name, runs[c.asProcess().name]))
-			}
-		}
-		sr.ProcessEOSOverALO, sr.ProcessEOSOverALOMedian = pairedAndOfMedians(runs[relayEOS.asProcess().name], runs[relayALO.asProcess().name])
 	}
+	summarizeSize(&sr, b.contenders(), runs)
+	return sr, nil
+}
 
-	medians := make(map[string]float64)
+// runProcesses runs relay-alo and relay-eos as their own process
+// (-relay-bin) -process-runs times over the size's source topic src, into
+// runs and sr.
+func (b *bench) runProcesses(ctx context.Context, sr *sizeResult, src string, runs map[string][]runResult, created *[]string) error {
+	size, prefix := sr.Size, fmt.Sprintf("%dB", sr.Size)
+	var relays []contender
 	for _, c := range b.contenders() {
+		if c.isRelay() && c.base == "" { // not the variants
+			relays = append(relays, c)
+		}
+	}
+	for run := 1; run <= b.opts.processRuns; run++ {
+		for _, c := range relays {
+			pc := c.asProcess()
+			progress("%d B values, %s: the relay as its own process, run %d of %d", size, c.name, run, b.opts.processRuns)
+			t := trial{c: pc, size: size, run: run, source: src, n: b.opts.records,
+				name: b.name(prefix, fmt.Sprintf("r%d", run), pc.id())}
+			rr, err := b.runTrial(ctx, t, created)
+			if err != nil {
+				return err
+			}
+			runs[pc.name] = append(runs[pc.name], rr)
+		}
+	}
+	for _, c := range relays {
+		if len(runs[c.asProcess().name]) > 0 {
+			sr.Process = append(sr.Process, summarize(c.asProcess().name, runs[c.asProcess().name]))
+		}
+	}
+	sr.ProcessEOSOverALO, sr.ProcessEOSOverALOMedian = pairedAndOfMedians(runs[relayEOS.asProcess().name], runs[relayALO.asProcess().name])
+	return nil
+}
+
+// summarizeSize fills sr's contenders, ratios and variant ratios from the
+// runs of cs, the contenders of the throughput table.
+func summarizeSize(sr *sizeResult, cs []contender, runs map[string][]runResult) {
+	medians := make(map[string]float64)
+	for _, c := range cs {
 		cr := summarize(c.name, runs[c.name])
+		cr.Base = c.base
 		medians[c.name] = cr.Median
 		sr.Contenders = append(sr.Contenders, cr)
 	}
@@ -210,7 +270,7 @@ func (b *bench) throughput(ctx context.Context, size int) (sizeResult, error) {
 		sr.Ratios[rp.key()] = ratio(medians[rp.a], medians[rp.b])
 		sr.Paired[rp.key()] = pairedRatio(runs[rp.a], runs[rp.b])
 	}
-	return sr, nil
+	sr.Variants = variantRatios(sr.Contenders)
 }
 
 // pairedRatio is the median over the runs of a's records/s over b's in the
@@ -399,11 +459,14 @@ func (b *bench) warmUp(ctx context.Context) error {
 	return nil
 }
 
+// summarize sums up the runs of contender name: the medians of its rate
+// and of its CPU a record, its peak RSS and its phases. runs must not be
+// empty.
 func summarize(name string, runs []runResult) contenderResult {
-	rates := make([]float64, len(runs))
+	rates, cpu := make([]float64, len(runs)), make([]float64, len(runs))
 	cr := contenderResult{Name: name, Runs: runs}
 	for i, r := range runs {
-		rates[i] = r.RecPerSec
+		rates[i], cpu[i] = r.RecPerSec, r.CPUMicrosPerRecord
 		cr.Workers = r.Workers
 		cr.PeakRSSMB = max(cr.PeakRSSMB, r.PeakRSSMB)
 		for k, v := range r.Phases {
@@ -414,7 +477,9 @@ func summarize(name string, runs []runResult) contenderResult {
 		}
 	}
 	slices.Sort(rates)
+	slices.Sort(cpu)
 	cr.Median, cr.Min, cr.Max = median(rates), rates[0], rates[len(rates)-1]
+	cr.CPUMicrosPerRecord = median(cpu)
 	return cr
 }
 
@@ -434,13 +499,15 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-// printSize prints the throughput table of one size.
-func printSize(w io.Writer, sr sizeResult) {
-	fmt.Fprintf(w, "\nthroughput: %d records of %d B values\n", sr.Records, sr.Size)
-	fmt.Fprintf(w, "%-7s %-13s %7s %4s %13s %9s %9s %13s %12s\n", "size", "contender", "workers", "runs", "median rec/s", "min", "max", "ratio-vs-raw", "peak RSS MB")
+// printSize prints the throughput table of one size, measured on the
+// broker setting named by setting.
+func printSize(w io.Writer, setting string, sr sizeResult) {
+	fmt.Fprintf(w, "\nthroughput: %d records of %d B values; broker: %s\n", sr.Records, sr.Size, setting)
+	nw := nameWidth(sr.Contenders)
+	fmt.Fprintf(w, "%-7s %-*s %7s %4s %13s %9s %9s %13s %11s %12s\n", "size", nw, "contender", "workers", "runs", "median rec/s", "min", "max", "ratio-vs-raw", "µs/rec CPU", "peak RSS MB")
 	for _, c := range sr.Contenders {
-		fmt.Fprintf(w, "%-7s %-13s %7d %4d %13.0f %9.0f %9.0f %13.2f %12.0f\n",
-			fmt.Sprintf("%d B", sr.Size), c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, c.RatioVsRaw, c.PeakRSSMB)
+		fmt.Fprintf(w, "%-7s %-*s %7d %4d %13.0f %9.0f %9.0f %13.2f %11.2f %12.0f\n",
+			fmt.Sprintf("%d B", sr.Size), nw, c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, c.RatioVsRaw, c.CPUMicrosPerRecord, c.PeakRSSMB)
 	}
 	var parts []string
 	for _, rp := range ratioPairs {
@@ -452,6 +519,9 @@ func printSize(w io.Writer, sr sizeResult) {
 		parts = append(parts, fmt.Sprintf("%s %.2f", rp.key(), sr.Paired[rp.key()]))
 	}
 	fmt.Fprintf(w, "medians of paired per-run ratios: %s\n", strings.Join(parts, ", "))
+	for _, v := range sr.Variants {
+		fmt.Fprintf(w, "%s/%s: %.2f paired (%.2f of the medians)\n", v.Variant, v.Base, v.Paired, v.OfMedians)
+	}
 	for _, c := range sr.Contenders {
 		if len(c.Phases) > 0 {
 			fmt.Fprintf(w, "%s phases (share of the workers' time, all runs): %s\n", c.Name, formatPhases(c.Phases))
@@ -459,17 +529,32 @@ func printSize(w io.Writer, sr sizeResult) {
 	}
 	printWarnings(w, sr.Contenders...)
 	if len(sr.Process) > 0 {
-		fmt.Fprintf(w, "the relay as its own process (relay run, the shipped binary; the peak RSS is that process's):\n")
-		fmt.Fprintf(w, "%-7s %-13s %7s %4s %13s %9s %9s %12s\n", "size", "contender", "workers", "runs", "median rec/s", "min", "max", "peak RSS MB")
-		for _, c := range sr.Process {
-			fmt.Fprintf(w, "%-7s %-13s %7d %4d %13.0f %9.0f %9.0f %12.0f\n",
-				fmt.Sprintf("%d B", sr.Size), c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, c.PeakRSSMB)
-		}
-		if sr.ProcessEOSOverALO > 0 {
-			fmt.Fprintf(w, "relay-eos-bin/relay-alo-bin: %.2f paired (%.2f of the medians)\n", sr.ProcessEOSOverALO, sr.ProcessEOSOverALOMedian)
-		}
-		printWarnings(w, sr.Process...)
+		printProcess(w, sr)
 	}
+}
+
+// printProcess prints the table of the relay as its own process.
+func printProcess(w io.Writer, sr sizeResult) {
+	fmt.Fprintf(w, "the relay as its own process (relay run, the shipped binary; the peak RSS and the CPU are that process's):\n")
+	fmt.Fprintf(w, "%-7s %-13s %7s %4s %13s %9s %9s %11s %12s\n", "size", "contender", "workers", "runs", "median rec/s", "min", "max", "µs/rec CPU", "peak RSS MB")
+	for _, c := range sr.Process {
+		fmt.Fprintf(w, "%-7s %-13s %7d %4d %13.0f %9.0f %9.0f %11.2f %12.0f\n",
+			fmt.Sprintf("%d B", sr.Size), c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, c.CPUMicrosPerRecord, c.PeakRSSMB)
+	}
+	if sr.ProcessEOSOverALO > 0 {
+		fmt.Fprintf(w, "relay-eos-bin/relay-alo-bin: %.2f paired (%.2f of the medians)\n", sr.ProcessEOSOverALO, sr.ProcessEOSOverALOMedian)
+	}
+	printWarnings(w, sr.Process...)
+}
+
+// nameWidth is the width of the contender column: the longest name (a
+// variant's holds its settings), at least 13.
+func nameWidth(cs []contenderResult) int {
+	n := 13
+	for _, c := range cs {
+		n = max(n, utf8.RuneCountInString(c.Name))
+	}
+	return n
 }
 
 func printWarnings(w io.Writer, cs ...contenderResult) {
@@ -482,27 +567,30 @@ func printWarnings(w io.Writer, cs ...contenderResult) {
 	}
 }
 
-// printClassic prints the relay-eos / classic-eos comparison.
-func printClassic(w io.Writer, crs []classicResult) {
+// printClassic prints the relay-eos / classic-eos comparison, measured
+// on the broker setting named by setting.
+func printClassic(w io.Writer, setting string, crs []classicResult) {
 	if len(crs) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nrelay-eos vs classic-eos (GroupTransactSession, read_committed), %d B values\n", crs[0].Size)
-	fmt.Fprintf(w, "%7s %16s %18s %7s %7s\n", "workers", "relay-eos rec/s", "classic-eos rec/s", "ratio", "paired")
+	fmt.Fprintf(w, "\nrelay-eos vs classic-eos (GroupTransactSession, read_committed), %d B values; broker: %s\n", crs[0].Size, setting)
+	fmt.Fprintf(w, "%7s %16s %18s %7s %7s %21s %23s\n", "workers", "relay-eos rec/s", "classic-eos rec/s", "ratio", "paired", "relay-eos µs/rec CPU", "classic-eos µs/rec CPU")
 	for _, c := range crs {
-		fmt.Fprintf(w, "%7d %16.0f %18.0f %7.2f %7.2f\n", c.Workers, c.RelayEOS.Median, c.Classic.Median, c.Ratio, c.Paired)
+		fmt.Fprintf(w, "%7d %16.0f %18.0f %7.2f %7.2f %21.2f %23.2f\n", c.Workers, c.RelayEOS.Median, c.Classic.Median, c.Ratio, c.Paired,
+			c.RelayEOS.CPUMicrosPerRecord, c.Classic.CPUMicrosPerRecord)
 	}
 	for _, c := range crs {
 		printWarnings(w, c.RelayEOS, c.Classic)
 	}
 }
 
-// printScaling prints the scaling table.
-func printScaling(w io.Writer, s *scalingResult) {
+// printScaling prints the scaling table, measured on the broker setting
+// named by setting.
+func printScaling(w io.Writer, setting string, s *scalingResult) {
 	if s == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nscaling: %d records, transform %.0f ms per record, 3 source partitions\n", s.Records, s.DelayMS)
+	fmt.Fprintf(w, "\nscaling: %d records, transform %.0f ms per record, 3 source partitions; broker: %s\n", s.Records, s.DelayMS, setting)
 	fmt.Fprintf(w, "%-52s %13s %9s %9s %18s\n", "contender", "median rec/s", "min", "max", "ratio-vs-classic")
 	fmt.Fprintf(w, "%-52s %13.0f %9.0f %9.0f %18.2f\n", s.Describe[0], s.Classic.Median, s.Classic.Min, s.Classic.Max, 1.0)
 	for i, c := range s.Relay {
@@ -511,51 +599,96 @@ func printScaling(w io.Writer, s *scalingResult) {
 	printWarnings(w, append([]contenderResult{s.Classic}, s.Relay...)...)
 }
 
-// goals checks the targets of the throughput issue on the medians.
+// goals checks the targets on the medians: those of each broker setting,
+// and after the first's, the scaling table's and the latency runs', which
+// ran on it.
 func goals(res results) []goal {
-	var gs []goal
-	add := func(what string, paired, ofMedians, target float64) {
-		gs = append(gs, goal{What: what, Value: paired, OfMedians: ofMedians, Target: target, Met: paired >= target})
+	if len(res.Brokers) == 0 {
+		return firstSettingGoals(res, "")
 	}
-	for _, sr := range res.Throughput {
-		for _, g := range []struct {
-			key, what string
-			target    float64
-		}{
-			{"relay-alo/copier", "relay-alo/copier", 0.9},
-			{"relay-eos/copier", "relay-eos/copier", 0.8},
-			{"relay-eos/relay-alo", "relay-eos/relay-alo", 0.9},
-			{"relay-eos/classic-eos", fmt.Sprintf("relay-eos/classic-eos at %d workers", res.Workers), 1.0},
-		} {
-			add(fmt.Sprintf("%d B %s", sr.Size, g.what), sr.Paired[g.key], sr.Ratios[g.key], g.target)
+	var gs []goal
+	for i, br := range res.Brokers {
+		gs = append(gs, brokerGoals(br, res.Workers)...)
+		if i == 0 {
+			gs = append(gs, firstSettingGoals(res, br.Setting)...)
 		}
 	}
-	for _, c := range res.Classic {
-		add(fmt.Sprintf("%d B relay-eos/classic-eos at %d workers", c.Size, c.Workers), c.Paired, c.Ratio, 1.0)
-	}
+	return gs
+}
+
+// firstSettingGoals checks the targets of the scaling table and the
+// latency runs, which ran on the broker setting named by setting.
+func firstSettingGoals(res results, setting string) []goal {
+	var gs []goal
 	if s := res.Scaling; s != nil {
 		for i, c := range s.Relay {
 			if c.Workers == 6 && s.Describe[i+1] == fmt.Sprintf("relay-eos, %d workers", 6) {
-				add("scaling: relay-eos at 6 workers / classic-eos", s.Ratios[i], 0, 1.8)
+				gs = append(gs, atLeast(goal{Broker: setting, What: "scaling: relay-eos at 6 workers / classic-eos", Value: s.Ratios[i]}, 1.8))
 			}
 		}
-	}
-	atMost := func(what string, value, ofMedians, target float64) {
-		gs = append(gs, goal{What: what, Value: value, OfMedians: ofMedians, Target: target, AtMost: true, Met: value <= target})
 	}
 	for _, l := range res.Latency {
 		base := findLatency(res.LatencyBaseline, l.Contender)
 		if base == nil || base.P99 == 0 {
 			continue
 		}
-		atMost(fmt.Sprintf("latency p99 %s / baseline", l.Contender), pairedP99(res.LatencyRounds, l.Contender), l.P99/base.P99, maxLatencyVsBaseline)
+		gs = append(gs, atMost(goal{Broker: setting, What: fmt.Sprintf("latency p99 %s / baseline", l.Contender),
+			Value: pairedP99(res.LatencyRounds, l.Contender), OfMedians: l.P99 / base.P99}, maxLatencyVsBaseline))
 	}
-	for _, sr := range res.Throughput {
+	return gs
+}
+
+// brokerGoals checks the targets of one broker setting, workers being
+// the throughput table's: per size relay-eos over classic-eos and over
+// relay-alo, relay-eos over its best variant, the relay against the
+// hand-written copier, and the relay process's peak RSS; relay-eos over
+// classic-eos at each -classic-workers count is reported without a
+// target.
+func brokerGoals(br brokerResult, workers int) []goal {
+	var gs []goal
+	add := func(g goal) {
+		g.Broker = br.Setting
+		gs = append(gs, g)
+	}
+	for _, sr := range br.Throughput {
+		for _, g := range []struct {
+			key, what string
+			target    float64
+		}{
+			{"relay-eos/classic-eos", fmt.Sprintf("relay-eos/classic-eos at %d workers", workers), 1.0},
+			{"relay-eos/relay-alo", "relay-eos/relay-alo", 0.9},
+			{"relay-alo/copier", "relay-alo/copier", 0.9},
+			{"relay-eos/copier", "relay-eos/copier", 0.8},
+		} {
+			add(atLeast(goal{What: fmt.Sprintf("%d B %s", sr.Size, g.what), Value: sr.Paired[g.key], OfMedians: sr.Ratios[g.key]}, g.target))
+		}
+		if g, ok := bestVariantGoal(sr.Contenders, relayEOS.name); ok {
+			g.What = fmt.Sprintf("%d B %s", sr.Size, g.What)
+			add(g)
+		}
+	}
+	for _, c := range br.Classic {
+		add(goal{What: fmt.Sprintf("%d B relay-eos/classic-eos at %d workers", c.Size, c.Workers), Value: c.Paired, OfMedians: c.Ratio,
+			ReportOnly: true, Met: true})
+	}
+	for _, sr := range br.Throughput {
 		for _, c := range sr.Process {
-			atMost(fmt.Sprintf("%d B %s peak RSS MB", sr.Size, c.Name), c.PeakRSSMB, 0, maxRelayRSSMB)
+			add(atMost(goal{What: fmt.Sprintf("%d B %s peak RSS MB", sr.Size, c.Name), Value: c.PeakRSSMB}, maxRelayRSSMB))
 		}
 	}
 	return gs
+}
+
+// atLeast is g with the target Value >= target.
+func atLeast(g goal, target float64) goal {
+	g.Target, g.Met = target, g.Value >= target
+	return g
+}
+
+// atMost is g with the target Value <= target.
+func atMost(g goal, target float64) goal {
+	g.Target, g.AtMost, g.Met = target, true, g.Value <= target
+	return g
 }
 
 // Goals of the throughput issue that are bounds from above.
@@ -567,38 +700,49 @@ const (
 	maxRelayRSSMB = 150
 )
 
-// printGoals prints the goal check.
+// printGoals prints the goal check, grouped by broker setting.
 func printGoals(w io.Writer, gs []goal) {
 	if len(gs) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\ngoals (medians of paired per-run ratios; the ratio of the medians in parentheses):")
+	ww := 48
 	for _, g := range gs {
-		mark := "met"
-		if !g.Met {
-			mark = "MISSED"
+		ww = max(ww, utf8.RuneCountInString(g.What))
+	}
+	for i, g := range gs {
+		if i == 0 || g.Broker != gs[i-1].Broker {
+			fmt.Fprintf(w, "\ngoals, broker: %s (medians of paired per-run ratios; the ratio of the medians in parentheses):\n", g.Broker)
 		}
 		of := ""
 		if g.OfMedians > 0 {
 			of = fmt.Sprintf("(%.2f)", g.OfMedians)
 		}
+		if g.ReportOnly {
+			fmt.Fprintf(w, "  %-*s %6.2f %6s  reported, no target\n", ww, g.What, g.Value, of)
+			continue
+		}
+		mark := "met"
+		if !g.Met {
+			mark = "MISSED"
+		}
 		op := ">="
 		if g.AtMost {
 			op = "<="
 		}
-		fmt.Fprintf(w, "  %-48s %6.2f %6s  target %s %.2f  %s\n", g.What, g.Value, of, op, g.Target, mark)
+		fmt.Fprintf(w, "  %-*s %6.2f %6s  target %s %.2f  %s\n", ww, g.What, g.Value, of, op, g.Target, mark)
 	}
 }
 
 // printLatency prints the latency table: the medians over the rounds,
-// and the baseline's beside them when there is one.
-func printLatency(w io.Writer, res results) {
+// and the baseline's beside them when there is one, measured on the
+// broker setting named by setting.
+func printLatency(w io.Writer, setting string, res results) {
 	ls := res.Latency
 	if len(ls) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nlatency: %d rec/s of %d B values for %s, append acknowledged -> output visible (read_committed); medians of %d rounds\n",
-		ls[0].Rate, ls[0].Size, ls[0].Duration, len(res.LatencyRounds))
+	fmt.Fprintf(w, "\nlatency: %d rec/s of %d B values for %s, append acknowledged -> output visible (read_committed); medians of %d rounds; broker: %s\n",
+		ls[0].Rate, ls[0].Size, ls[0].Duration, len(res.LatencyRounds), setting)
 	fmt.Fprintf(w, "%-20s %8s %8s %8s %8s %8s %8s\n", "contender", "records", "missing", "p50 ms", "p90 ms", "p99 ms", "max ms")
 	for _, l := range ls {
 		fmt.Fprintf(w, "%-20s %8d %8d %8.1f %8.1f %8.1f %8.1f\n", l.Contender, l.Records, l.Missing, l.P50, l.P90, l.P99, l.Max)
@@ -621,9 +765,9 @@ func printLatency(w io.Writer, res results) {
 	fmt.Fprintln(w)
 }
 
-// printSummary prints the exactly-once / at-least-once line and returns
-// the ratio: the geometric mean over the sizes.
-func printSummary(w io.Writer, srs []sizeResult) float64 {
+// printSummary prints the exactly-once / at-least-once line of a broker
+// setting and returns the ratio: the geometric mean over the sizes.
+func printSummary(w io.Writer, setting string, srs []sizeResult) float64 {
 	if len(srs) == 0 {
 		return 0
 	}
@@ -637,9 +781,9 @@ func printSummary(w io.Writer, srs []sizeResult) float64 {
 	g := math.Exp(logSum / float64(len(srs)))
 	fmt.Fprintln(w)
 	if len(srs) == 1 {
-		fmt.Fprintf(w, "exactly-once / at-least-once = %.2f\n", g)
+		fmt.Fprintf(w, "exactly-once / at-least-once = %.2f; broker: %s\n", g, setting)
 	} else {
-		fmt.Fprintf(w, "exactly-once / at-least-once = %.2f (geometric mean of %s)\n", g, strings.Join(per, ", "))
+		fmt.Fprintf(w, "exactly-once / at-least-once = %.2f (geometric mean of %s); broker: %s\n", g, strings.Join(per, ", "), setting)
 	}
 	return g
 }
@@ -655,15 +799,20 @@ func writeJSON(path string, res results) error {
 	return nil
 }
 
-// contenders returns the contenders of the throughput table (-contenders).
+// contenders returns the contenders of the throughput table (-contenders),
+// each variant (-relay-variants) right after the contender it varies, so
+// that their runs sit side by side.
 func (b *bench) contenders() []contender {
-	if len(b.opts.only) == 0 {
-		return contenders
-	}
 	var out []contender
 	for _, c := range contenders {
-		if slices.Contains(b.opts.only, c.name) {
-			out = append(out, c)
+		if len(b.opts.only) > 0 && !slices.Contains(b.opts.only, c.name) {
+			continue
+		}
+		out = append(out, c)
+		for _, v := range b.opts.variants {
+			if v.base == c.name {
+				out = append(out, v)
+			}
 		}
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sharerelay/sharerelay/config"
 )
@@ -49,8 +50,8 @@ func TestLatencyGoalIsTheMedianOfPairedRoundsAndABoundFromAbove(t *testing.T) {
 }
 
 func TestRelayProcessRSSGoal(t *testing.T) {
-	res := results{Throughput: []sizeResult{{Size: 1024, Process: []contenderResult{
-		{Name: "relay-alo-bin", PeakRSSMB: 149.9}, {Name: "relay-eos-bin", PeakRSSMB: 150.1}}}}}
+	res := results{Brokers: []brokerResult{{Throughput: []sizeResult{{Size: 1024, Process: []contenderResult{
+		{Name: "relay-alo-bin", PeakRSSMB: 149.9}, {Name: "relay-eos-bin", PeakRSSMB: 150.1}}}}}}}
 	gs := goals(res)
 	if g := findGoal(t, gs, "1024 B relay-alo-bin peak RSS MB"); !g.Met || !g.AtMost {
 		t.Errorf("149.9 MB: %+v, want met", g)
@@ -142,7 +143,7 @@ func TestProcessRunsPrintExactlyOnceOverAtLeastOnce(t *testing.T) {
 		t.Fatalf("paired %v, of medians %v; want 0.8 (median of 0.9, 0.5, 0.8) and 0.5 (100/200)", sr.ProcessEOSOverALO, sr.ProcessEOSOverALOMedian)
 	}
 	var b strings.Builder
-	printSize(&b, sr)
+	printSize(&b, "stock", sr)
 	if want := "relay-eos-bin/relay-alo-bin: 0.80 paired (0.50 of the medians)"; !strings.Contains(b.String(), want) {
 		t.Fatalf("printed:\n%s\nwant a line %q", b.String(), want)
 	}
@@ -185,5 +186,170 @@ func TestHandWrittenContendersPollAsManyAsTheRelay(t *testing.T) {
 	}
 	if !slices.Contains(ratioPairs, ratioPair{classicEOS.name, classicALO.name}) {
 		t.Fatalf("ratioPairs %v: want classic-eos/classic-alo", ratioPairs)
+	}
+}
+
+func TestCPUPerRecordIsTheMedianOfTheRuns(t *testing.T) {
+	if got := cpuMicrosPerRecord(0.38, 100000); got < 3.7999 || got > 3.8001 {
+		t.Fatalf("0.38 s over 100,000 records = %v µs, want 3.8", got)
+	}
+	if got := cpuMicrosPerRecord(1, 0); got != 0 {
+		t.Fatalf("over no records = %v, want 0", got)
+	}
+	run := func(rate, cpu float64) runResult { return runResult{RecPerSec: rate, CPUMicrosPerRecord: cpu} }
+	if c := summarize("relay-eos", []runResult{run(100, 5), run(300, 3), run(200, 9)}); c.CPUMicrosPerRecord != 5 {
+		t.Fatalf("median CPU of 5, 3, 9 = %v, want 5", c.CPUMicrosPerRecord)
+	}
+	if c := summarize("relay-eos", []runResult{run(100, 4), run(300, 2)}); c.CPUMicrosPerRecord != 3 {
+		t.Fatalf("median CPU of 4, 2 = %v, want 3", c.CPUMicrosPerRecord)
+	}
+}
+
+// The throughput table says which broker setting it was measured on,
+// prints every contender's CPU a record, and each variant's ratio to the
+// contender it varies.
+func TestThroughputTablePrintsTheSettingCPUAndVariants(t *testing.T) {
+	run := func(i int, rate, cpu float64) runResult {
+		return runResult{Run: i, Workers: 2, RecPerSec: rate, CPUMicrosPerRecord: cpu}
+	}
+	v := relayEOS.variant(map[string]string{"consumers": "1", "max_records": "4000"}, 1)
+	runs := map[string][]runResult{
+		rawShare.name:     {run(1, 400, 1.1), run(2, 400, 1.3)},
+		relayEOS.name:     {run(1, 100, 3.8), run(2, 200, 4.0)},
+		v.name:            {run(1, 125, 4.2), run(2, 200, 4.4)}, // 1.25 and 1.0
+		classicEOS.name:   {run(1, 150, 1.4), run(2, 150, 1.4)},
+		copier.name:       {run(1, 300, 2.0), run(2, 300, 2.0)},
+		relayALO.name:     {run(1, 200, 3.0), run(2, 200, 3.0)},
+		copierStrict.name: {run(1, 300, 2.0), run(2, 300, 2.0)},
+		classicALO.name:   {run(1, 300, 1.0), run(2, 300, 1.0)},
+	}
+	b := &bench{opts: options{variants: []contender{v}}}
+	sr := sizeResult{Size: 200, Records: 1000}
+	summarizeSize(&sr, b.contenders(), runs)
+	var out strings.Builder
+	printSize(&out, limitsLabel(true, 0, 4000), sr)
+	s := out.String()
+	for _, want := range []string{
+		"throughput: 1000 records of 200 B values; broker: Kafka's default share-group limits (4,000 record locks a partition)\n",
+		"µs/rec CPU",
+		"relay-eos{consumers=1,max_records=4000}/relay-eos: 1.12 paired (1.08 of the medians)",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("printed:\n%s\nwant %q", s, want)
+		}
+	}
+	for _, row := range []struct{ name, cpu string }{{"relay-eos ", "3.90"}, {"relay-eos{consumers=1,max_records=4000} ", "4.30"}, {"classic-eos ", "1.40"}} {
+		if !slices.ContainsFunc(strings.Split(s, "\n"), func(l string) bool {
+			return strings.HasPrefix(l, "200 B   "+row.name) && strings.Contains(l, " "+row.cpu+" ")
+		}) {
+			t.Errorf("printed:\n%s\nwant a row of %s with %s µs/rec CPU", s, row.name, row.cpu)
+		}
+	}
+}
+
+func TestLimitsLabelSaysWhichBrokerSettingATableRanOn(t *testing.T) {
+	for _, tc := range []struct {
+		local         bool
+		set, reported int
+		want          string
+	}{
+		{true, 0, 4000, "Kafka's default share-group limits (4,000 record locks a partition)"},
+		{true, 0, 0, "Kafka's default share-group limits"},
+		{true, 10000, 10000, "share-group record locks raised to 10,000 a partition"},
+		{true, 2000, 2000, "share-group record locks lowered to 2,000 a partition"},
+		{false, 0, 6000, "the cluster's own share-group limits (6,000 record locks a partition)"},
+	} {
+		if got := limitsLabel(tc.local, tc.set, tc.reported); got != tc.want {
+			t.Errorf("limitsLabel(%v, %d, %d) = %q, want %q", tc.local, tc.set, tc.reported, got, tc.want)
+		}
+	}
+}
+
+// The goals are per broker setting: relay-eos over classic-eos at the
+// table's workers and over relay-alo per size, over its best variant, and
+// relay-eos over classic-eos at the other worker counts reported without a
+// target.
+func TestGoalsArePerBrokerSetting(t *testing.T) {
+	run := func(i int, rate float64) runResult { return runResult{Run: i, RecPerSec: rate} }
+	v1 := relayEOS.variant(map[string]string{"consumers": "2"}, 1)
+	v2 := relayEOS.variant(map[string]string{"consumers": "1"}, 2)
+	alo := relayALO.variant(map[string]string{"consumers": "1"}, 3)
+	size := func(eos, best float64) sizeResult {
+		return sizeResult{Size: 200,
+			Paired: map[string]float64{"relay-eos/classic-eos": 1.01, "relay-eos/relay-alo": 0.85},
+			Ratios: map[string]float64{"relay-eos/classic-eos": 1.02, "relay-eos/relay-alo": 0.86},
+			Contenders: []contenderResult{
+				{Name: relayEOS.name, Runs: []runResult{run(1, eos)}},
+				{Name: v1.name, Base: v1.base, Runs: []runResult{run(1, eos)}},
+				{Name: v2.name, Base: v2.base, Runs: []runResult{run(1, best)}},
+				{Name: alo.name, Base: alo.base, Runs: []runResult{run(1, 10*eos)}},
+			}}
+	}
+	res := results{Workers: 2, Brokers: []brokerResult{
+		{Setting: "stock", Throughput: []sizeResult{size(96, 100)}, Classic: []classicResult{{Workers: 3, Size: 200, Paired: 0.6, Ratio: 0.58}}},
+		{Setting: "raised", Throughput: []sizeResult{size(94, 100)}},
+	}}
+	// The scaling table ran on the first setting only.
+	res.Scaling = &scalingResult{Relay: []contenderResult{{Workers: 6}}, Ratios: []float64{2.0}, Describe: []string{"classic-eos", "relay-eos, 6 workers"}}
+	gs := goals(res)
+	find := func(broker, what string) goal {
+		t.Helper()
+		for _, g := range gs {
+			if g.Broker == broker && g.What == what {
+				return g
+			}
+		}
+		t.Fatalf("no goal %q on %q in %+v", what, broker, gs)
+		return goal{}
+	}
+	if g := find("stock", "200 B relay-eos/classic-eos at 2 workers"); !g.Met || g.Target != 1.0 {
+		t.Errorf("%+v, want met at 1.01 >= 1.0", g)
+	}
+	if g := find("raised", "200 B relay-eos/relay-alo"); g.Met || g.Target != 0.9 {
+		t.Errorf("%+v, want missed at 0.85 < 0.9", g)
+	}
+	best := "200 B relay-eos/best variant (relay-eos{consumers=1})"
+	if g := find("stock", best); !g.Met || g.Value != 0.96 || g.Target != 0.95 {
+		t.Errorf("%+v, want met at 0.96 >= 0.95 (the at-least-once variant is no rival)", g)
+	}
+	if g := find("raised", best); g.Met {
+		t.Errorf("%+v, want missed at 0.94", g)
+	}
+	if g := find("stock", "200 B relay-eos/classic-eos at 3 workers"); !g.ReportOnly || g.Value != 0.6 {
+		t.Errorf("%+v, want reported without a target", g)
+	}
+	if g := find("stock", "scaling: relay-eos at 6 workers / classic-eos"); !g.Met {
+		t.Errorf("%+v, want met at 2.0 >= 1.8, on the first setting", g)
+	}
+	var out strings.Builder
+	printGoals(&out, gs)
+	s := out.String()
+	if strings.Count(s, "goals, broker: ") != 2 || !strings.Contains(s, "goals, broker: raised") {
+		t.Errorf("printed:\n%s\nwant one list per broker setting, the scaling goal in the first's", s)
+	}
+	if !strings.Contains(s, "reported, no target") {
+		t.Errorf("printed:\n%s\nwant the 3-worker ratio reported without a target", s)
+	}
+}
+
+// A relay process is scraped often where the timed span starts and ends,
+// and seldom in between, where a scrape only costs it CPU.
+func TestRelayProcessIsScrapedOftenOnlyNearTheEndsOfTheRun(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		accepted   int64
+		sinceFirst time.Duration
+		want       time.Duration
+	}{
+		{"before the first record", 0, 0, fastScrape},
+		{"records polled, none accepted yet", 0, time.Second, fastScrape},
+		{"a tenth done in a second: 9 s left", 100_000, time.Second, slowScrape},
+		{"nine tenths done in 9 s: 1 s left", 900_000, 9 * time.Second, 125 * time.Millisecond},
+		{"all but 1,000 done in 10 s: 10 ms left", 999_000, 10 * time.Second, fastScrape},
+		{"all done: nothing left to time", 1_000_000, 10 * time.Second, slowScrape},
+	} {
+		if got := scrapeInterval(1_000_000, tc.accepted, tc.sinceFirst); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
 	}
 }

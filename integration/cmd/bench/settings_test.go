@@ -1,0 +1,110 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/integration/kafkatest"
+)
+
+func TestBrokerRecordLocksDefaultToKafkasOwnAndTakeAList(t *testing.T) {
+	t.Setenv(kafkatest.EnvBootstrap, "")
+	o, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(o.brokerRecordLocks, []int{0}) {
+		t.Fatalf("default -broker-record-locks = %v, want [0] (Kafka's default limits)", o.brokerRecordLocks)
+	}
+	o, err = parseFlags([]string{"-broker-record-locks", "0, 10000"})
+	if err != nil || !slices.Equal(o.brokerRecordLocks, []int{0, 10000}) {
+		t.Fatalf("-broker-record-locks 0,10000 = %v, %v; want [0 10000] in that order", o.brokerRecordLocks, err)
+	}
+	for _, bad := range []string{"1999", "10001", "x", "0,0", "", " , "} {
+		if _, err := parseFlags([]string{"-broker-record-locks", bad}); err == nil || !strings.Contains(err.Error(), "-broker-record-locks") {
+			t.Errorf("-broker-record-locks %q: %v, want an error naming the flag", bad, err)
+		}
+	}
+}
+
+func TestAnExternalClusterTakesNoListOfBrokerSettings(t *testing.T) {
+	t.Setenv(kafkatest.EnvBootstrap, "127.0.0.1:9092")
+	if o, err := parseFlags(nil); err != nil || !slices.Equal(o.brokerRecordLocks, []int{0}) {
+		t.Fatalf("the default on an external cluster: %v, %v; want [0] and no error", o.brokerRecordLocks, err)
+	}
+	for _, bad := range []string{"0,10000", "10000"} {
+		_, err := parseFlags([]string{"-broker-record-locks", bad})
+		if err == nil || !strings.Contains(err.Error(), "-broker-record-locks") || !strings.Contains(err.Error(), kafkatest.EnvBootstrap) {
+			t.Errorf("-broker-record-locks %s on an external cluster: %v, want an error naming the flag and %s", bad, err, kafkatest.EnvBootstrap)
+		}
+	}
+}
+
+func TestRelayVariantsAreNamedByTheirSettingsAndSitBesideTheirBase(t *testing.T) {
+	o, err := parseFlags([]string{"-relay-variants", "consumers=2; max_records=4000,consumers=1 ;alo:consumers=2;"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names, slugs []string
+	for _, v := range o.variants {
+		names, slugs = append(names, v.name), append(slugs, v.id())
+	}
+	want := []string{"relay-eos{consumers=2}", "relay-eos{consumers=1,max_records=4000}", "relay-alo{consumers=2}"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("variant names %q, want %q", names, want)
+	}
+	if want := []string{"relay-eos-v1", "relay-eos-v2", "relay-alo-v3"}; !slices.Equal(slugs, want) {
+		t.Fatalf("variant ids %q, want %q (no braces: they name topics)", slugs, want)
+	}
+	if o.variants[1].delivery != config.ExactlyOnce || o.variants[2].delivery != config.AtLeastOnce {
+		t.Fatalf("deliveries %q and %q, want exactly-once and at-least-once", o.variants[1].delivery, o.variants[2].delivery)
+	}
+	var order []string
+	for _, c := range (&bench{opts: o}).contenders() {
+		order = append(order, c.name)
+	}
+	wantOrder := []string{"raw-share", "copier", "copier-strict", "relay-alo", "relay-alo{consumers=2}",
+		"relay-eos", "relay-eos{consumers=2}", "relay-eos{consumers=1,max_records=4000}", "classic-eos", "classic-alo"}
+	if !slices.Equal(order, wantOrder) {
+		t.Fatalf("contenders %q, want %q", order, wantOrder)
+	}
+}
+
+// A variant's settings go over -relay-batch's, into the pipeline file the
+// relay's own parser reads.
+func TestAVariantsBatchSettingsReachThePipelineFile(t *testing.T) {
+	o, err := parseFlags([]string{"-relay-batch", "consumers=3,linger=5ms", "-relay-variants", "consumers=1,max_records=4000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bench{opts: o, br: &broker{seeds: []string{"127.0.0.1:9092"}}}
+	tr := trial{c: o.variants[0], name: "p", source: "s", output: "o", dlq: "d", workers: 2}
+	p, err := config.Parse("p.yaml", []byte(b.pipelineYAMLOf(tr)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Delivery != config.ExactlyOnce || p.Batch.Consumers != 1 || p.Batch.MaxRecords != 4000 || p.Batch.Linger.String() != "5ms" {
+		t.Fatalf("delivery %s, batch %+v; want exactly-once, consumers 1 (the variant's), max_records 4000, linger 5ms (-relay-batch's)", p.Delivery, p.Batch)
+	}
+	tr.c = relayEOS
+	if p, err := config.Parse("p.yaml", []byte(b.pipelineYAMLOf(tr)), nil); err != nil || p.Batch.Consumers != 3 {
+		t.Fatalf("relay-eos beside the variant: %v, %v; want consumers 3 (-relay-batch's)", p, err)
+	}
+}
+
+func TestBadRelayVariantsFailBeforeABrokerStarts(t *testing.T) {
+	for _, tc := range []struct{ flags []string }{
+		{[]string{"-relay-variants", "consumers=2;consumers=2"}},
+		{[]string{"-relay-variants", "consumers"}},
+		{[]string{"-relay-variants", "alo:"}},
+		{[]string{"-relay-variants", "consumers=0"}},
+		{[]string{"-relay-variants", "no_such_setting=1"}},
+		{[]string{"-relay-variants", "consumers=2", "-contenders", "relay-alo,classic-eos"}},
+	} {
+		if _, err := parseFlags(tc.flags); err == nil || !strings.Contains(err.Error(), "-relay-variants") {
+			t.Errorf("%q: %v, want an error naming -relay-variants", tc.flags, err)
+		}
+	}
+}
