@@ -640,8 +640,8 @@ func (c *checker) pollSize(ctx context.Context, limit int) {
 	}
 	s := sharegroup.Size(d)
 	if s.Short {
-		c.rep.add(Warn, check, "record locks short: %s (the record lock limit from %s): share fetches come back with fewer records, and exactly-once makes each piece a transaction; lower batch.consumers or batch.max_records, or raise %s",
-			s.Why, from, sharegroup.RecordLocks)
+		c.rep.add(Warn, check, "record locks short: %s (the record lock limit from %s): share fetches come back with fewer records, and exactly-once makes each piece a transaction; %s",
+			s.Why, from, sharegroup.ShortAdvice)
 		return
 	}
 	c.rep.add(OK, check, "%s", s.Why)

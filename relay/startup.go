@@ -133,7 +133,7 @@ func (r *Relay) sizeConsumers(ctx context.Context, cl *kgo.Client, l sharegroup.
 	s := sharegroup.Size(d)
 	r.consumers, r.maxRecords = s.Consumers, s.MaxRecords
 	if s.Short {
-		r.log.Warn("record locks short: "+s.Why+"; share fetches come back with fewer records, and exactly-once, which holds every record through its commit, makes each piece a transaction of its own: lower batch.consumers or batch.max_records, or raise "+sharegroup.RecordLocks,
+		r.log.Warn("record locks short: "+s.Why+"; share fetches come back with fewer records, and exactly-once, which holds every record through its commit, makes each piece a transaction of its own; "+sharegroup.ShortAdvice,
 			"consumers", s.Consumers, "max_records", s.MaxRecords)
 		return
 	}

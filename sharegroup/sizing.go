@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sharerelay/sharerelay/config"
 )
 
 // Demand is what a relay instance would ask its share group for, and what
@@ -47,6 +49,11 @@ type Sizing struct {
 	Short bool
 }
 
+// ShortAdvice is what to do when the values a file sets ask for more
+// records than the group can lock (Sizing.Short).
+const ShortAdvice = "lower batch.consumers or batch.max_records, or leave them out for the relay to size, or raise " + brokerMaxRecordLocks +
+	" on the brokers (the most record locks a group may set a partition; Kafka allows up to 10000)"
+
 // minPollRecords is the fewest records a poll asks for when the relay
 // sizes polls itself: below it a poll's fixed costs (a share fetch, a
 // transaction's commit) outweigh what a smaller hold saves.
@@ -62,15 +69,15 @@ const minPollRecords = 100
 // transaction of its own and loses the most (docs/decisions/record-locks.md).
 //
 // A value the file sets is kept. Otherwise, when the defaults do not fit,
-// Size keeps the default poll and lowers the consumers, down to one, and
-// then makes the one consumer's poll as large as the budget (at least
-// minPollRecords): fewer, larger polls make fewer, larger transactions,
-// which cost the relay and the broker less than the overlap more
-// consumers give (docs/decisions/lock-budget.md). When the budget is
-// unknown (a broker whose configs cannot be read), or the defaults fit,
-// the defaults stay. A budget that is wrong — a broker that locks fewer
-// records than it reports — costs throughput only: the broker hands out
-// fewer records, and every one is still acknowledged or released.
+// each worker runs one consumer whose poll is the whole budget (at least
+// minPollRecords): one large poll a worker makes one large transaction,
+// and a transaction's fixed costs (claim check, commit, markers) outweigh
+// the fetch overlap that more, smaller polls give
+// (docs/decisions/lock-budget.md). When the budget is unknown (a broker
+// whose configs cannot be read), or the defaults fit, the defaults stay.
+// A budget that is wrong — a broker that locks fewer records than it
+// reports — costs throughput only: the broker hands out fewer records,
+// and every one is still acknowledged or released.
 func Size(d Demand) Sizing {
 	c, m := d.Consumers, d.MaxRecords
 	if d.ConsumersCap > 0 && c > d.ConsumersCap {
@@ -91,18 +98,14 @@ func Size(d Demand) Sizing {
 			Why: fmt.Sprintf("batch.consumers %d × batch.max_records %d, as the file sets them, ask for more than the group's %s", c, m, of)}
 	case d.MaxRecordsSet:
 		fit := max(1, min(c, budget/m))
-		s := Sizing{Consumers: fit, MaxRecords: m, Short: fit*m > budget,
+		return Sizing{Consumers: fit, MaxRecords: m, Short: fit*m > budget,
 			Why: fmt.Sprintf("%s × batch.max_records %d (set by the file) for the group's %s", plural(fit, "consumer"), m, of)}
-		return s
 	case d.ConsumersSet:
 		fit := min(m, max(minPollRecords, budget/c))
 		return Sizing{Consumers: c, MaxRecords: fit, Short: c*fit > budget,
 			Why: fmt.Sprintf("batch.consumers %d (set by the file) × %d records a poll for the group's %s", c, fit, of)}
 	}
-	if fit := budget / m; fit >= 1 {
-		return Sizing{Consumers: fit, MaxRecords: m, Why: fmt.Sprintf("%s × %d records for the group's %s", plural(fit, "consumer"), m, of)}
-	}
-	fit := max(minPollRecords, budget)
+	fit := min(config.MaxMaxRecords, max(minPollRecords, budget))
 	return Sizing{Consumers: 1, MaxRecords: fit, Short: fit > budget,
 		Why: fmt.Sprintf("1 consumer × %d records for the group's %s", fit, of)}
 }

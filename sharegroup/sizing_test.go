@@ -25,13 +25,13 @@ func TestSizeFitsWhatAnInstanceHoldsToTheGroupsRecordLocks(t *testing.T) {
 		says      []string
 	}{
 		{name: "Kafka's maximum, 3 partitions, 2 workers: 6000 a worker",
-			d: def(Demand{Partitions: 3, RecordLocks: 4000}), consumers: 3, records: 2000,
+			d: def(Demand{Partitions: 3, RecordLocks: 4000}), consumers: 1, records: 6000,
 			says: []string{"6000 record locks a worker", "4000 a partition × 3 source partitions ÷ (1 instance × 2 workers)"}},
 		{name: "the recommended maximum: the defaults fit",
 			d: def(Demand{Partitions: 3, RecordLocks: 10000}), consumers: 4, records: 2000, says: []string{"fit"}},
 		{name: "three instances share the budget",
 			d: def(Demand{Partitions: 3, RecordLocks: 4000, Instances: 3}), consumers: 1, records: 2000},
-		{name: "a budget below one default poll makes one smaller poll",
+		{name: "a budget below one default poll: one smaller poll",
 			d: def(Demand{Partitions: 1, RecordLocks: 4000, Instances: 3}), consumers: 1, records: 666},
 		{name: "never below the smallest poll",
 			d: def(Demand{Partitions: 1, RecordLocks: 2000, Instances: 16, Workers: 8}), consumers: 1, records: minPollRecords, short: true},
