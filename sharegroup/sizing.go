@@ -54,6 +54,10 @@ type Sizing struct {
 const ShortAdvice = "lower batch.consumers or batch.max_records, or leave them out for the relay to size, or raise " + brokerMaxRecordLocks +
 	" on the brokers (the most record locks a group may set a partition; Kafka allows up to 10000)"
 
+// splitConsumers is how many consumers a worker runs when the relay sizes
+// them to a budget the defaults do not fit (Size).
+const splitConsumers = 2
+
 // minPollRecords is the fewest records a poll asks for when the relay
 // sizes polls itself: below it a poll's fixed costs (a share fetch, a
 // transaction's commit) outweigh what a smaller hold saves.
@@ -69,10 +73,13 @@ const minPollRecords = 100
 // transaction of its own and loses the most (docs/decisions/record-locks.md).
 //
 // A value the file sets is kept. Otherwise, when the defaults do not fit,
-// each worker runs one consumer whose poll is the whole budget (at least
-// minPollRecords): one large poll a worker makes one large transaction,
-// and a transaction's fixed costs (claim check, commit, markers) outweigh
-// the fetch overlap that more, smaller polls give
+// each worker runs two consumers (one when the delivery limit allows no
+// more) that split the budget between their polls (each at least
+// minPollRecords): large polls make large transactions, whose fixed costs
+// (claim check, commit, markers) are what exactly-once pays per
+// transaction, while the second consumer fetches as the first one's batch
+// is written, and keeps polls small enough that a fetch's byte bound
+// (client.consumer.fetch_max_bytes) does not cut them
 // (docs/decisions/lock-budget.md). When the budget is unknown (a broker
 // whose configs cannot be read), or the defaults fit, the defaults stay.
 // A budget that is wrong — a broker that locks fewer records than it
@@ -105,9 +112,13 @@ func Size(d Demand) Sizing {
 		return Sizing{Consumers: c, MaxRecords: fit, Short: c*fit > budget,
 			Why: fmt.Sprintf("batch.consumers %d (set by the file) × %d records a poll for the group's %s", c, fit, of)}
 	}
-	fit := min(config.MaxMaxRecords, max(minPollRecords, budget))
-	return Sizing{Consumers: 1, MaxRecords: fit, Short: fit > budget,
-		Why: fmt.Sprintf("1 consumer × %d records for the group's %s", fit, of)}
+	n := min(c, splitConsumers)
+	fit := min(config.MaxMaxRecords, max(minPollRecords, budget/n))
+	if n > 1 && fit*n > budget {
+		n, fit = 1, min(config.MaxMaxRecords, max(minPollRecords, budget))
+	}
+	return Sizing{Consumers: n, MaxRecords: fit, Short: n*fit > budget,
+		Why: fmt.Sprintf("%s × %d records for the group's %s", plural(n, "consumer"), fit, of)}
 }
 
 // relayClientID matches the client IDs of a relay's share consumers
