@@ -67,3 +67,22 @@ func OutputIn(o *transform.Record, defaultTopic string, src Source, index, count
 	}
 	return kgo.Record{Topic: topic, Key: o.Key, Value: o.Value, Headers: hs}
 }
+
+// CopyInto sets *dst to the output of source record r through an empty
+// transform chain, which passes every record through unchanged: what
+// Output gives for r's key, value and headers as the only output, written
+// to topic, with its headers in room (see OutputIn). It saves the worker
+// the transform record Output would need.
+func CopyInto(dst, r *kgo.Record, topic string, room Room) {
+	hs := room.Headers[:0]
+	if n := OutputRoom(len(r.Headers)); cap(hs) < n {
+		hs = make([]kgo.RecordHeader, 0, n)
+	}
+	for _, h := range r.Headers {
+		if !isLineage(h.Key) {
+			hs = append(hs, h)
+		}
+	}
+	hs = appendSource(hs, Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, room.Bytes)
+	dst.Topic, dst.Key, dst.Value, dst.Headers = topic, r.Key, r.Value, hs
+}

@@ -65,6 +65,28 @@ func TestOutputsInNeighbouringRoomsDoNotShareRoomToGrowInto(t *testing.T) {
 	}
 }
 
+func TestCopyIntoBuildsWhatOutputBuildsForAnUntransformedRecord(t *testing.T) {
+	for _, r := range []*kgo.Record{
+		{Topic: "orders", Partition: 1, Offset: 42, Key: []byte("k"), Value: []byte("v")},
+		{Topic: "orders", Partition: 0, Offset: 7, Value: []byte("v"), Headers: []kgo.RecordHeader{
+			{Key: "trace", Value: []byte("t")}, {Key: HeaderSourceTopic, Value: []byte("upstream")}, {Key: HeaderSourceCount, Value: []byte("2")}, {Key: "trace", Value: []byte("u")},
+		}},
+	} {
+		in := &transform.Record{Key: r.Key, Value: r.Value}
+		for _, h := range r.Headers {
+			in.Headers = append(in.Headers, transform.Header{Key: h.Key, Value: h.Value})
+		}
+		want := Output(in, "jobs", Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, 0, 1)
+		for _, room := range []Room{{}, {Headers: make([]kgo.RecordHeader, 0, OutputRoom(len(r.Headers))), Bytes: make([]byte, 0, SourceBytes(r.Topic))}} {
+			var got kgo.Record
+			CopyInto(&got, r, "jobs", room)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("CopyInto = %+v\nOutput   = %+v", got, want)
+			}
+		}
+	}
+}
+
 // BenchmarkOutput is what labelling one output costs, allocating its
 // headers (Output) or in room carved from a batch's block (OutputIn).
 func BenchmarkOutput(b *testing.B) {
@@ -74,6 +96,22 @@ func BenchmarkOutput(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			_ = Output(o, "jobs", src, 0, 1)
+		}
+	})
+	b.Run("copy-in-room", func(b *testing.B) {
+		const n = 2000
+		r := &kgo.Record{Topic: src.Topic, Partition: src.Partition, Offset: src.Offset, Key: o.Key, Value: o.Value}
+		hs := make([]kgo.RecordHeader, n*OutputRoom(0))
+		bs := make([]byte, n*SourceBytes(src.Topic))
+		outs := make([]kgo.Record, n)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			h, c := OutputRoom(0), SourceBytes(src.Topic)
+			CopyInto(&outs[i], r, "jobs", Room{Headers: hs[i*h : i*h : (i+1)*h], Bytes: bs[i*c : i*c : (i+1)*c]})
+			if i++; i == n {
+				i = 0
+			}
 		}
 	})
 	b.Run("in-room", func(b *testing.B) {

@@ -30,7 +30,7 @@ func (w *worker) transformBatch(ctx context.Context, b *batch, todo []int) (plan
 // whatever order the transforms finish in.
 func (w *worker) transformAll(ctx context.Context, b *batch, todo []int) (plans []plan, release []bool) {
 	plans, release = make([]plan, b.len()), make([]bool, b.len())
-	s := newSlab(b.recs)
+	s := newSlab(b.recs, w.chain.Len() > 0)
 	if w.concurrency <= 1 || len(todo) <= 1 {
 		for _, i := range todo {
 			plans[i], release[i] = w.transform(ctx, b.recs[i], s.at(i))
@@ -55,9 +55,9 @@ func (w *worker) transformAll(ctx context.Context, b *batch, todo []int) (plans 
 }
 
 // slab is the memory of one batch's transforms, carved per record (by its
-// index in the batch): the transform's input and its headers, the one
-// output most records have with the plan's slice of it, and that output's
-// headers (lineage.Room). A batch costs a few allocations for these
+// index in the batch): the transform's input and its headers (for a chain
+// with steps), the one output most records have with the plan's slice of
+// it, and that output's headers (lineage.Room). A batch costs a few allocations for these
 // instead of a few per record: with small records, allocations per record
 // would spend most of the relay's own CPU in the allocator and the garbage
 // collector.
@@ -65,7 +65,7 @@ type slab struct {
 	ins  []transform.Record
 	recs []kgo.Record
 	outs []*kgo.Record
-	// hdrs: record i's transform headers are inHdrs[hdrAt[i]:hdrAt[i+1]];
+	// Record i's transform headers are inHdrs[hdrAt[i]:hdrAt[i+1]];
 	// its output's headers take 3 more (lineage.OutputRoom), from
 	// outHdrs[3*i+hdrAt[i]:]. hdrAt is nil when no record has headers
 	// (then hdrAt[i] is 0).
@@ -77,9 +77,14 @@ type slab struct {
 	stride int
 }
 
-func newSlab(recs []*kgo.Record) *slab {
+// newSlab returns the slab of a batch of recs; inputs says whether it
+// needs transform records (a chain with steps).
+func newSlab(recs []*kgo.Record, inputs bool) *slab {
 	n := len(recs)
-	s := &slab{ins: make([]transform.Record, n), recs: make([]kgo.Record, n), outs: make([]*kgo.Record, n)}
+	s := &slab{recs: make([]kgo.Record, n), outs: make([]*kgo.Record, n)}
+	if inputs {
+		s.ins = make([]transform.Record, n)
+	}
 	headers := 0
 	for _, r := range recs {
 		s.stride = max(s.stride, lineage.SourceBytes(r.Topic))
@@ -90,7 +95,9 @@ func newSlab(recs []*kgo.Record) *slab {
 		for i, r := range recs {
 			s.hdrAt[i+1] = s.hdrAt[i] + int32(len(r.Headers))
 		}
-		s.inHdrs = make([]transform.Header, headers)
+		if inputs {
+			s.inHdrs = make([]transform.Header, headers)
+		}
 	}
 	s.outHdrs = make([]kgo.RecordHeader, lineage.OutputRoom(0)*n+headers)
 	s.bytes = make([]byte, s.stride*n)
@@ -99,8 +106,8 @@ func newSlab(recs []*kgo.Record) *slab {
 
 // slot is the part of a slab for one record.
 type slot struct {
-	in     *transform.Record
-	inHdrs []transform.Header // len: the record's headers
+	in     *transform.Record  // nil without inputs
+	inHdrs []transform.Header // len: the record's headers; nil without inputs
 	rec    *kgo.Record
 	out    []*kgo.Record // len 1
 	room   lineage.Room
@@ -114,15 +121,27 @@ func (s *slab) at(i int) slot {
 	}
 	o0, o1 := lineage.OutputRoom(0)*i+h0, lineage.OutputRoom(0)*(i+1)+h1
 	b0, b1 := s.stride*i, s.stride*(i+1)
-	return slot{
-		in: &s.ins[i], inHdrs: s.inHdrs[h0:h1:h1], rec: &s.recs[i], out: s.outs[i : i+1 : i+1],
-		room: lineage.Room{Headers: s.outHdrs[o0:o0:o1], Bytes: s.bytes[b0:b0:b1]},
+	sl := slot{rec: &s.recs[i], out: s.outs[i : i+1 : i+1], room: lineage.Room{Headers: s.outHdrs[o0:o0:o1], Bytes: s.bytes[b0:b0:b1]}}
+	if s.ins != nil {
+		sl.in = &s.ins[i]
+		if s.inHdrs != nil {
+			sl.inHdrs = s.inHdrs[h0:h1:h1]
+		}
 	}
+	return sl
 }
 
 // transform runs the chain on one record, in memory of its slot. It is safe
 // for concurrent use on distinct slots.
 func (w *worker) transform(ctx context.Context, r *kgo.Record, sl slot) (p plan, release bool) {
+	if w.chain.Len() == 0 {
+		// An empty chain passes every record through unchanged
+		// (Chain.Apply): its output is built from r, with no transform
+		// record in between.
+		lineage.CopyInto(sl.rec, r, w.outputTopic, sl.room)
+		sl.out[0] = sl.rec
+		return plan{outs: sl.out}, false
+	}
 	in := sl.in
 	*in = transform.Record{
 		Topic: w.outputTopic,
@@ -139,31 +158,9 @@ func (w *worker) transform(ctx context.Context, r *kgo.Record, sl slot) (p plan,
 			in.Headers[i] = transform.Header{Key: h.Key, Value: h.Value}
 		}
 	}
-	// An empty chain passes the record through as it is (Chain.Apply),
-	// without the slice Apply would allocate for it.
-	one := [1]*transform.Record{in}
-	outs, err := one[:], error(nil)
-	if w.chain.Len() > 0 {
-		outs, err = w.chain.Apply(ctx, in)
-	}
+	outs, err := w.chain.Apply(ctx, in)
 	if err != nil {
-		if ctx.Err() != nil {
-			return plan{}, true // shutting down: never dead-letter because of it
-		}
-		d := transform.Decide(err, r.DeliveryCount(), w.limits.attempts())
-		if d.Release {
-			w.log.Debug("transform failed; releasing for another delivery",
-				"topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
-				"delivery", r.DeliveryCount(), "err", err)
-			return plan{}, true
-		}
-		e, kind := d.Err, lineage.DLQKindPermanent
-		if d.Exhausted {
-			kind = lineage.DLQKindAttemptsExhausted
-		}
-		return plan{outs: []*kgo.Record{w.deadLetter(r, dlqReason{
-			stage: lineage.DLQStageTransformation, step: e.Step, class: e.Class, kind: kind, msg: e.Error(),
-		}, 0)}, deadLetter: true}, false
+		return w.transformFailed(ctx, r, err)
 	}
 	src := lineage.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
 	if len(outs) == 1 {
@@ -182,4 +179,27 @@ func (w *worker) transform(ctx context.Context, r *kgo.Record, sl slot) (p plan,
 		p.outs[i] = out
 	}
 	return p, false
+}
+
+// transformFailed is the plan of record r whose transform failed with err:
+// released for another delivery (a retryable failure with attempts left,
+// or shutting down), or dead-lettered.
+func (w *worker) transformFailed(ctx context.Context, r *kgo.Record, err error) (plan, bool) {
+	if ctx.Err() != nil {
+		return plan{}, true // shutting down: never dead-letter because of it
+	}
+	d := transform.Decide(err, r.DeliveryCount(), w.limits.attempts())
+	if d.Release {
+		w.log.Debug("transform failed; releasing for another delivery",
+			"topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
+			"delivery", r.DeliveryCount(), "err", err)
+		return plan{}, true
+	}
+	e, kind := d.Err, lineage.DLQKindPermanent
+	if d.Exhausted {
+		kind = lineage.DLQKindAttemptsExhausted
+	}
+	return plan{outs: []*kgo.Record{w.deadLetter(r, dlqReason{
+		stage: lineage.DLQStageTransformation, step: e.Step, class: e.Class, kind: kind, msg: e.Error(),
+	}, 0)}, deadLetter: true}, false
 }
