@@ -65,9 +65,11 @@ func (g *ledgerGuard) Claims(ctx context.Context, tx Tx, srcs []Source, outputs 
 	g.nSrcs = len(srcs)
 	var cg *claimGroup
 	for i, s := range srcs {
-		// A transaction's source partitions are few: find the group
-		// by a short search rather than a map lookup per record.
-		if k := keyOf(PartKey{s.TopicID, s.Topic, s.Partition}); cg == nil || keyOf(cg.key) != k {
+		// A transaction's sources come in runs of one partition: look
+		// the group up once a run, and then by a short search (a
+		// transaction's source partitions are few) rather than a map.
+		if i == 0 || s.Partition != srcs[i-1].Partition || s.TopicID != srcs[i-1].TopicID || s.Topic != srcs[i-1].Topic {
+			k := keyOf(PartKey{s.TopicID, s.Topic, s.Partition})
 			cg = nil
 			for _, o := range g.open {
 				if keyOf(o.key) == k {

@@ -88,32 +88,41 @@ type Source struct {
 // SetSource replaces any sharerelay.source.* headers in hs with src's and
 // returns the result. The fan-out position of an upstream relay's output
 // is dropped too: it does not describe this record (see SetIndex).
-//
-// It is on every record's path, so it allocates twice whatever hs holds:
-// the new header slice, and one array the three values share (each
-// clipped to its own length, so appending to one cannot overwrite
-// another). extra is room left in the slice for headers the caller
-// appends next (SetIndex's two).
 func SetSource(hs []kgo.RecordHeader, src Source) []kgo.RecordHeader {
-	return setSource(hs, src, 0)
+	out := make([]kgo.RecordHeader, 0, len(hs)+3)
+	for _, h := range hs {
+		if !isLineage(h.Key) {
+			out = append(out, h)
+		}
+	}
+	return appendSource(out, src, nil)
 }
 
-func setSource(hs []kgo.RecordHeader, src Source, extra int) []kgo.RecordHeader {
-	out := make([]kgo.RecordHeader, 0, len(hs)+3+extra)
-	for _, h := range hs {
-		switch h.Key {
-		case HeaderSourceTopic, HeaderSourcePartition, HeaderSourceOffset, HeaderSourceIndex, HeaderSourceCount:
-			continue
-		}
-		out = append(out, h)
+// isLineage reports whether key is one of the sharerelay.source.*
+// headers, which SetSource replaces.
+func isLineage(key string) bool {
+	switch key {
+	case HeaderSourceTopic, HeaderSourcePartition, HeaderSourceOffset, HeaderSourceIndex, HeaderSourceCount:
+		return true
 	}
-	v := make([]byte, 0, len(src.Topic)+decLen(int64(src.Partition))+decLen(src.Offset))
+	return false
+}
+
+// appendSource appends src's coordinates to hs. The three values share
+// one array, each clipped to its own length so that appending to one
+// cannot overwrite another: buf when it has room for them (see Room),
+// else a new one.
+func appendSource(hs []kgo.RecordHeader, src Source, buf []byte) []kgo.RecordHeader {
+	v := buf[:0]
+	if need := len(src.Topic) + decLen(int64(src.Partition)) + decLen(src.Offset); cap(v) < need {
+		v = make([]byte, 0, need)
+	}
 	v = append(v, src.Topic...)
 	t := len(v)
 	v = strconv.AppendInt(v, int64(src.Partition), 10)
 	p := len(v)
 	v = strconv.AppendInt(v, src.Offset, 10)
-	return append(out,
+	return append(hs,
 		kgo.RecordHeader{Key: HeaderSourceTopic, Value: v[:t:t]},
 		kgo.RecordHeader{Key: HeaderSourcePartition, Value: v[t:p:p]},
 		kgo.RecordHeader{Key: HeaderSourceOffset, Value: v[p:len(v):len(v)]},
@@ -169,7 +178,12 @@ func SetIndex(hs []kgo.RecordHeader, index, count int) []kgo.RecordHeader {
 			out = append(out, h)
 		}
 	}
-	return append(out,
+	return appendIndex(out, index, count)
+}
+
+// appendIndex appends the fan-out position index of count to hs.
+func appendIndex(hs []kgo.RecordHeader, index, count int) []kgo.RecordHeader {
+	return append(hs,
 		kgo.RecordHeader{Key: HeaderSourceIndex, Value: strconv.AppendInt(nil, int64(index), 10)},
 		kgo.RecordHeader{Key: HeaderSourceCount, Value: strconv.AppendInt(nil, int64(count), 10)},
 	)

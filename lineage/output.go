@@ -12,13 +12,77 @@ import (
 // (Label). The worker, `relay test` and the dead-letter replay all build
 // outputs with it, so what a pipeline test shows is what the relay writes.
 func Output(o *transform.Record, defaultTopic string, src Source, index, count int) kgo.Record {
-	hs := make([]kgo.RecordHeader, len(o.Headers))
-	for j, h := range o.Headers {
-		hs[j] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
+	return OutputIn(o, defaultTopic, src, index, count, Room{})
+}
+
+// Room is memory an output's headers may take instead of allocating their
+// own (OutputIn). Output is on every record's path, and two allocations a
+// record — the header slice and the lineage values — are most of what the
+// relay allocates for small records; a worker carves one block per batch
+// into a Room per record instead. Headers is room for the header slice
+// (OutputRoom says how much one output takes), Bytes for the lineage
+// headers' values (SourceBytes). Whatever does not fit is allocated: the
+// zero Room allocates everything.
+type Room struct {
+	Headers []kgo.RecordHeader
+	Bytes   []byte
+}
+
+// OutputRoom is the length of the header slice OutputIn makes for a single
+// output (count 1) of a record with n headers of its own: those and the
+// three source coordinates.
+func OutputRoom(n int) int { return n + 3 }
+
+// SourceBytes is the most bytes the values of the source coordinates of a
+// record of topic take: the topic and the decimal partition and offset.
+func SourceBytes(topic string) int { return len(topic) + 11 + 20 }
+
+// OutputIn is Output building the record's headers in room. Distinct
+// records must be given disjoint rooms (each clipped to its own capacity):
+// the headers of the record returned use that memory.
+func OutputIn(o *transform.Record, defaultTopic string, src Source, index, count int, room Room) kgo.Record {
+	n := OutputRoom(len(o.Headers))
+	if count > 1 {
+		n += 2
+	}
+	hs := room.Headers[:0]
+	if cap(hs) < n {
+		hs = make([]kgo.RecordHeader, 0, n)
+	}
+	// Label's rule, without its copies: the record's own headers but any
+	// lineage header an upstream relay left, then the source coordinates
+	// and, for a fan-out, the position.
+	for _, h := range o.Headers {
+		if !isLineage(h.Key) {
+			hs = append(hs, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+		}
+	}
+	hs = appendSource(hs, src, room.Bytes)
+	if count > 1 {
+		hs = appendIndex(hs, index, count)
 	}
 	topic := o.Topic
 	if topic == "" {
 		topic = defaultTopic
 	}
-	return kgo.Record{Topic: topic, Key: o.Key, Value: o.Value, Headers: Label(hs, src, index, count)}
+	return kgo.Record{Topic: topic, Key: o.Key, Value: o.Value, Headers: hs}
+}
+
+// CopyInto sets *dst to the output of source record r through an empty
+// transform chain, which passes every record through unchanged: what
+// Output gives for r's key, value and headers as the only output, written
+// to topic, with its headers in room (see OutputIn). It saves the worker
+// the transform record Output would need.
+func CopyInto(dst, r *kgo.Record, topic string, room Room) {
+	hs := room.Headers[:0]
+	if n := OutputRoom(len(r.Headers)); cap(hs) < n {
+		hs = make([]kgo.RecordHeader, 0, n)
+	}
+	for _, h := range r.Headers {
+		if !isLineage(h.Key) {
+			hs = append(hs, h)
+		}
+	}
+	hs = appendSource(hs, Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, room.Bytes)
+	dst.Topic, dst.Key, dst.Value, dst.Headers = topic, r.Key, r.Value, hs
 }

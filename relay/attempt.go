@@ -53,9 +53,14 @@ type txnRecords struct {
 	hasDLQ bool     // a dead letter among them
 }
 
-// collect gathers the records of the plans of pending.
-func collect(plans []plan, pending []int) txnRecords {
-	var t txnRecords
+// collect gathers the records of the plans of pending, with room after
+// them for spare more (the transaction's claims).
+func collect(plans []plan, pending []int, spare int) txnRecords {
+	n := 0
+	for _, i := range pending {
+		n += len(plans[i].outs)
+	}
+	t := txnRecords{recs: make([]*kgo.Record, 0, n+spare), owner: make([]int, 0, n)}
 	for _, i := range pending {
 		for _, r := range plans[i].outs {
 			// A retry produces these records again; franz-go keeps the
@@ -86,11 +91,16 @@ func (w *worker) attempt(ctx context.Context, plans []plan, srcs []eos.Source, p
 	if out := w.readyLane(ctx, tctx); out != nil {
 		return *out
 	}
-	t := collect(plans, pending)
-	claimSrcs := make([]eos.Source, len(pending))
+	// A claim a source partition: at most as many as the runs of one
+	// partition in the transaction's sources.
+	claimSrcs, runs := make([]eos.Source, len(pending)), 0
 	for j, i := range pending {
 		claimSrcs[j] = srcs[i]
+		if j == 0 || srcs[i].Partition != claimSrcs[j-1].Partition || srcs[i].Topic != claimSrcs[j-1].Topic {
+			runs++
+		}
 	}
+	t := collect(plans, pending, runs)
 	// The claims go in the same produce request as the outputs.
 	claims, err := w.cur.guard.Claims(tctx, w.cur.prod, claimSrcs, t.topics)
 	if err != nil {

@@ -1050,3 +1050,69 @@ func TestAStopWritesWhatTheWorkerHoldsWithinTheDrainTimeout(t *testing.T) {
 		})
 	}
 }
+
+// The acknowledgements of a batch go out in runs of one type: each record
+// gets its own, whatever its neighbours got.
+func TestEachRecordOfABatchGetsItsOwnAcknowledgement(t *testing.T) {
+	c := fakeCluster(t)
+	seedOrders(t, c, 10)
+	cfgCl, _ := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err := sharegroup.SetConfigs(context.Background(), cfgCl, "g", map[string]string{sharegroup.AutoOffsetReset: "earliest"}); err != nil {
+		t.Fatal(err)
+	}
+	cfgCl.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ShareGroup("g"), kgo.ConsumeTopics("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	src := newShareSource([]*kgo.Client{cl}, "g", 100, false, nil)
+	defer src.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+
+	type key struct {
+		p int32
+		o int64
+	}
+	pattern := []kgo.AckStatus{kgo.AckAccept, kgo.AckAccept, kgo.AckRelease, kgo.AckReject, kgo.AckAccept, kgo.AckRelease, kgo.AckRelease}
+	released, seen := map[key]bool{}, 0
+	for seen < 10 && ctx.Err() == nil {
+		b, _ := src.next(ctx, time.Second, 100, 0)
+		var sent ackCounts
+		for i, r := range b.recs {
+			st := pattern[seen%len(pattern)]
+			seen++
+			if st == kgo.AckRelease {
+				released[key{r.Partition, r.Offset}] = true
+			}
+			b.set(i, st)
+			sent[st]++
+		}
+		if got := src.ack(b); got != sent {
+			t.Fatalf("ack counted %v, the batch chose %v", got, sent)
+		}
+	}
+	// Only the released records come back, once each; accept them.
+	back := map[key]bool{}
+	for len(back) < len(released) && ctx.Err() == nil {
+		b, _ := src.next(ctx, 500*time.Millisecond, 100, 0)
+		for i, r := range b.recs {
+			k := key{r.Partition, r.Offset}
+			if !released[k] || back[k] || r.DeliveryCount() != 2 {
+				t.Fatalf("%s[%d]@%d came back (delivery %d); only the released records should", r.Topic, r.Partition, r.Offset, r.DeliveryCount())
+			}
+			back[k] = true
+			b.set(i, kgo.AckAccept)
+		}
+		src.ack(b)
+	}
+	if len(back) != len(released) {
+		t.Fatalf("%d of %d released records came back", len(back), len(released))
+	}
+	pctx, pcancel := context.WithTimeout(ctx, time.Second)
+	defer pcancel()
+	if b, _ := src.next(pctx, time.Second, 100, 0); b.len() != 0 {
+		t.Fatalf("%d accepted or rejected records came back", b.len())
+	}
+}

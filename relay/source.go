@@ -242,28 +242,29 @@ func (s *shareSource) next(ctx context.Context, timeout time.Duration, perBatch 
 }
 
 // ack hands the batch's acknowledgements to the clients that polled its
-// records, grouped by type, and lets those fetchers poll again. A record
-// still undecided is a bug in the worker (every path decides): it is
-// released, never accepted, and counted by the safety net. The
-// acknowledgements travel with each client's next share fetch or an
-// explicit flush.
-func (s *shareSource) ack(b *batch) map[kgo.AckStatus]int {
+// records, in runs of one type (a batch is usually accepted whole: one
+// call a poll), and lets those fetchers poll again. It returns how many
+// records got each type. A record still undecided is a bug in the worker
+// (every path decides): it is released, never accepted, and counted by
+// the safety net. The acknowledgements travel with each client's next
+// share fetch or an explicit flush.
+func (s *shareSource) ack(b *batch) (counts ackCounts) {
 	if n := b.unresolved(); n > 0 && s.onUnresolved != nil {
 		s.onUnresolved(n)
 	}
 	b.setAll(kgo.AckRelease)
-	counts := make(map[kgo.AckStatus]int, 3)
-	i := 0
+	acks := b.acks
 	for _, p := range b.polls {
-		byType := make(map[kgo.AckStatus][]*kgo.Record, 3)
-		for _, r := range p.recs {
-			byType[b.acks[i]] = append(byType[b.acks[i]], r)
-			i++
+		for i := 0; i < len(p.recs); {
+			st, j := acks[i], i+1
+			for j < len(p.recs) && acks[j] == st {
+				j++
+			}
+			p.f.cl.MarkAcks(st, p.recs[i:j]...)
+			counts[st] += j - i
+			i = j
 		}
-		for st, rs := range byType {
-			p.f.cl.MarkAcks(st, rs...)
-			counts[st] += len(rs)
-		}
+		acks = acks[len(p.recs):]
 		select {
 		case p.f.again <- struct{}{}:
 		default:
@@ -272,6 +273,9 @@ func (s *shareSource) ack(b *batch) map[kgo.AckStatus]int {
 	b.sent = true
 	return counts
 }
+
+// ackCounts counts records by acknowledgement type (kgo.AckStatus).
+type ackCounts [kgo.AckRenew + 1]int
 
 // renew extends the lock of every record of b, and of the polls waiting
 // to be taken (KIP-1222), and sends the renewals. It is an optimisation
@@ -338,7 +342,9 @@ func (w *worker) acknowledge(b *batch) {
 		}
 	}
 	for st, n := range w.src.ack(b) {
-		w.m.Acks.WithLabelValues(w.label, ackLabel(st)).Add(float64(n))
+		if n > 0 {
+			w.m.Acks.WithLabelValues(w.label, ackLabel(kgo.AckStatus(st))).Add(float64(n))
+		}
 	}
 }
 

@@ -157,8 +157,13 @@ func (w *worker) process(ctx context.Context, b *batch) (res batchResult, err er
 func (w *worker) sources(b *batch) []eos.Source {
 	srcs := make([]eos.Source, b.len())
 	redelivered := 0
+	var topic string
+	var id [16]byte
 	for i, r := range b.recs {
-		srcs[i] = eos.Source{Topic: r.Topic, TopicID: w.topicIDs[r.Topic], Partition: r.Partition, Offset: r.Offset}
+		if i == 0 || r.Topic != topic {
+			topic, id = r.Topic, w.topicIDs[r.Topic] // looked up once a run of one topic
+		}
+		srcs[i] = eos.Source{Topic: r.Topic, TopicID: id, Partition: r.Partition, Offset: r.Offset}
 		if r.DeliveryCount() > 1 {
 			redelivered++
 		}

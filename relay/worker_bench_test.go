@@ -46,7 +46,7 @@ func BenchmarkWorkerPlansABatch(b *testing.B) {
 		if len(later) > 0 {
 			b.Fatalf("%d records left for a later transaction", len(later))
 		}
-		_ = collect(plans, now)
+		_ = collect(plans, now, 3)
 		w.countCommitted(plans, now)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*bt.len()), "ns/record")

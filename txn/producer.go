@@ -309,18 +309,18 @@ func (p *Producer) Produce(ctx context.Context, recs ...*kgo.Record) error {
 		p.sent = append(p.sent, recs...)
 	}
 	var (
-		mu     sync.Mutex
+		mu     sync.Mutex // guards failed and at
 		failed map[int]error
 		at     map[*kgo.Record]int // a record's index, built at the first failure
-		left   = len(recs)
+		left   atomic.Int64
 		done   = make(chan struct{})
 	)
+	left.Store(int64(len(recs)))
 	// One promise for every record (a closure per record would be an
 	// allocation per record on the hot path).
 	promise := func(r *kgo.Record, err error) {
-		mu.Lock()
-		defer mu.Unlock()
 		if err != nil {
+			mu.Lock()
 			if at == nil {
 				failed, at = make(map[int]error), make(map[*kgo.Record]int, len(recs))
 				for i, r := range recs {
@@ -328,12 +328,19 @@ func (p *Producer) Produce(ctx context.Context, recs ...*kgo.Record) error {
 				}
 			}
 			failed[at[r]] = fmt.Errorf("producing to %s: %w", r.Topic, kafkaerr.Denied(err, "WRITE", r.Topic, ""))
+			mu.Unlock()
 		}
-		if left--; left == 0 {
+		if left.Add(-1) == 0 {
 			close(done)
 		}
 	}
+	// The records of one call are stamped with one time, not one each:
+	// franz-go would read the clock for every record without a timestamp.
+	now := time.Now()
 	for _, r := range recs {
+		if r.Timestamp.IsZero() {
+			r.Timestamp = now
+		}
 		p.cl.Produce(ctx, r, promise)
 	}
 	select {

@@ -288,3 +288,32 @@ func TestAnIdempotentProducerKeepsNoRecords(t *testing.T) {
 		t.Fatalf("an idempotent producer keeps %d records and %d spans", len(p.sent), len(p.wrote))
 	}
 }
+
+func TestProduceStampsTheRecordsOfOneCallWithOneTimeAndKeepsTheirOwn(t *testing.T) {
+	c := kfaketest.Cluster(t, kfake.SeedTopics(2, "out"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := New(ctx, Config{Seeds: c.ListenAddrs(), TransactionalID: "x-0", TransactionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	own := time.UnixMilli(1_700_000_000_000)
+	recs := []*kgo.Record{{Topic: "out", Key: []byte("a")}, {Topic: "out", Key: []byte("b"), Timestamp: own}, {Topic: "out", Key: []byte("c")}}
+	before := time.Now().Truncate(time.Millisecond)
+	if err := p.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Produce(ctx, recs...); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := p.Commit(ctx); o != Committed {
+		t.Fatalf("commit: %v, %v", o, err)
+	}
+	if !recs[1].Timestamp.Equal(own) {
+		t.Fatalf("a record's own timestamp became %v", recs[1].Timestamp)
+	}
+	if ts := recs[0].Timestamp; ts.Before(before) || ts.After(time.Now()) || !recs[2].Timestamp.Equal(ts) {
+		t.Fatalf("the records without a timestamp got %v and %v, want one time of the call", ts, recs[2].Timestamp)
+	}
+}
