@@ -89,13 +89,26 @@ type Source struct {
 // returns the result. The fan-out position of an upstream relay's output
 // is dropped too: it does not describe this record (see SetIndex).
 func SetSource(hs []kgo.RecordHeader, src Source) []kgo.RecordHeader {
-	out := make([]kgo.RecordHeader, 0, len(hs)+3)
-	for _, h := range hs {
+	return label(make([]kgo.RecordHeader, 0, OutputRoom(len(hs))), hs, src, 0, 1, nil)
+}
+
+// label is the rule of SetSource, Label and OutputIn in one place: it
+// appends to dst the headers of own but any lineage header (an upstream
+// relay's), then src's coordinates and, for a fan-out (count > 1), the
+// position index of count, and returns the result. dst may be own[:0]:
+// the filter only moves headers towards the start, over ones already
+// read. buf is room for the coordinates' values (appendSource).
+func label(dst, own []kgo.RecordHeader, src Source, index, count int, buf []byte) []kgo.RecordHeader {
+	for _, h := range own {
 		if !isLineage(h.Key) {
-			out = append(out, h)
+			dst = append(dst, h)
 		}
 	}
-	return appendSource(out, src, nil)
+	dst = appendSource(dst, src, buf)
+	if count > 1 {
+		dst = appendIndex(dst, index, count)
+	}
+	return dst
 }
 
 // isLineage reports whether key is one of the sharerelay.source.*
@@ -194,11 +207,7 @@ func appendIndex(hs []kgo.RecordHeader, index, count int) []kgo.RecordHeader {
 // its position. A single output carries no position (0 of 1), which saves
 // two headers on every record of a pipeline without fan-out.
 func Label(hs []kgo.RecordHeader, src Source, index, count int) []kgo.RecordHeader {
-	hs = SetSource(hs, src)
-	if count > 1 {
-		hs = SetIndex(hs, index, count)
-	}
-	return hs
+	return label(make([]kgo.RecordHeader, 0, OutputRoom(len(hs))+2), hs, src, index, count, nil)
 }
 
 // IndexOf reads the fan-out position of r. A record with neither header

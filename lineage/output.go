@@ -49,18 +49,12 @@ func OutputIn(o *transform.Record, defaultTopic string, src Source, index, count
 	if cap(hs) < n {
 		hs = make([]kgo.RecordHeader, 0, n)
 	}
-	// Label's rule, without its copies: the record's own headers but any
-	// lineage header an upstream relay left, then the source coordinates
-	// and, for a fan-out, the position.
+	// Label's rule, without its copies: the record's own headers are
+	// converted into the room, then labelled in place.
 	for _, h := range o.Headers {
-		if !isLineage(h.Key) {
-			hs = append(hs, kgo.RecordHeader{Key: h.Key, Value: h.Value})
-		}
+		hs = append(hs, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 	}
-	hs = appendSource(hs, src, room.Bytes)
-	if count > 1 {
-		hs = appendIndex(hs, index, count)
-	}
+	hs = label(hs[:0], hs, src, index, count, room.Bytes)
 	topic := o.Topic
 	if topic == "" {
 		topic = defaultTopic
@@ -78,11 +72,6 @@ func CopyInto(dst, r *kgo.Record, topic string, room Room) {
 	if n := OutputRoom(len(r.Headers)); cap(hs) < n {
 		hs = make([]kgo.RecordHeader, 0, n)
 	}
-	for _, h := range r.Headers {
-		if !isLineage(h.Key) {
-			hs = append(hs, h)
-		}
-	}
-	hs = appendSource(hs, Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, room.Bytes)
+	hs = label(hs, r.Headers, Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, 0, 1, room.Bytes)
 	dst.Topic, dst.Key, dst.Value, dst.Headers = topic, r.Key, r.Value, hs
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -139,7 +140,7 @@ func ClientID(prefix string, i, c int) string {
 // share consumers are counted apart in others: what they hold is unknown,
 // so Size does not share the budget with them, and the log names them.
 func InstancesOf(clientIDs []string, self string) (instances, others int) {
-	seen := map[string]bool{trimDash(self): true}
+	seen := map[string]bool{strings.TrimSuffix(self, "-"): true}
 	for _, id := range clientIDs {
 		m := relayClientID.FindStringSubmatch(id)
 		if m == nil {
@@ -157,14 +158,6 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
-}
-
-// trimDash drops a trailing "-" of a transactional ID prefix.
-func trimDash(s string) string {
-	if n := len(s); n > 0 && s[n-1] == '-' {
-		return s[:n-1]
-	}
-	return s
 }
 
 // Members returns the client IDs of the share group's members (none for a
