@@ -38,6 +38,30 @@ type Broker struct {
 // the broker; with an empty Options.Dir the caller also owns the
 // temporary directory returned by Dir.
 func StartLocal(ctx context.Context, opts Options) (*Broker, error) {
+	b, err := newBroker(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	autoPorts := opts.Port == 0 && opts.ControllerPort == 0
+	for attempt := 1; ; attempt++ {
+		if err = b.pickPorts(); err == nil {
+			err = b.Start(ctx)
+		}
+		if err == nil {
+			return b, nil
+		}
+		if !autoPorts || attempt == 3 || !errors.Is(err, errPortInUse) {
+			break
+		}
+		b.port, b.cport = opts.Port, opts.ControllerPort // re-pick the free ones
+	}
+	b.removeDir()
+	return nil, err
+}
+
+// newBroker makes a broker of opts without starting it: it finds java,
+// fetches the jars if needed and creates the broker directory.
+func newBroker(ctx context.Context, opts Options) (*Broker, error) {
 	java, err := javaPath()
 	if err != nil {
 		return nil, err
@@ -60,23 +84,14 @@ func StartLocal(ctx context.Context, opts Options) (*Broker, error) {
 	if b.dir, err = filepath.Abs(b.dir); err != nil {
 		return nil, fmt.Errorf("broker directory: %w", err)
 	}
-	autoPorts := opts.Port == 0 && opts.ControllerPort == 0
-	for attempt := 1; ; attempt++ {
-		if err = b.pickPorts(); err == nil {
-			err = b.Start(ctx)
-		}
-		if err == nil {
-			return b, nil
-		}
-		if !autoPorts || attempt == 3 || !errors.Is(err, errPortInUse) {
-			break
-		}
-		b.port, b.cport = opts.Port, opts.ControllerPort // re-pick the free ones
-	}
+	return b, nil
+}
+
+// removeDir removes the broker directory when the broker created it.
+func (b *Broker) removeDir() {
 	if b.ownsDir {
 		os.RemoveAll(b.dir)
 	}
-	return nil, err
 }
 
 // pickPorts fills in the ports left at zero.
@@ -142,7 +157,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	if b.Running() {
 		return fmt.Errorf("start broker %s: already running", b.Addr())
 	}
-	props := serverProperties(b.dataDir(), b.port, b.cport, node{b.opts.NodeID, b.opts.JoinController}, b.opts.AdvertisedAddr, b.opts.Properties)
+	props := serverProperties(b.dataDir(), b.port, b.cport, node{b.opts.NodeID, b.opts.JoinController, b.opts.Voters}, b.opts.AdvertisedAddr, b.opts.Properties)
 	if err := writeConfig(b.dir, props); err != nil {
 		return fmt.Errorf("start broker: %w", err)
 	}

@@ -65,8 +65,9 @@ func defaultProperties() []property {
 // node says which KRaft node a broker is: its id, and the controller it
 // joins ("" for a combined broker and controller).
 type node struct {
-	id   int
-	join string
+	id     int
+	join   string
+	voters string // controller.quorum.voters of a multi-node quorum
 }
 
 // serverProperties renders server.properties for a broker listening on
@@ -82,6 +83,9 @@ func serverProperties(dataDir string, port, cport int, n node, advertised string
 	roles := property{"process.roles", "broker,controller", "combined KRaft node"}
 	voters := property{"controller.quorum.voters", fmt.Sprintf("1@127.0.0.1:%d", cport), "static voter: format needs no --standalone"}
 	listeners := property{"listeners", fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port, cport), ""}
+	if n.voters != "" {
+		voters = property{"controller.quorum.voters", n.voters, "static voters of a multi-node quorum"}
+	}
 	if n.join != "" {
 		roles = property{"process.roles", "broker", "broker-only node joining node 1's controller"}
 		voters = property{"controller.quorum.voters", "1@" + n.join, ""}

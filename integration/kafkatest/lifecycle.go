@@ -23,6 +23,10 @@ func (b *Broker) Stop() error {
 	if err := signalGroup(cmd.Process.Pid, syscall.SIGTERM); err != nil {
 		return fmt.Errorf("stop broker %s: %w", b.Addr(), err)
 	}
+	// A paused JVM keeps the SIGTERM pending until it runs again.
+	if err := signalGroup(cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		return fmt.Errorf("stop broker %s: %w", b.Addr(), err)
+	}
 	select {
 	case <-done:
 		return nil
@@ -50,6 +54,33 @@ func (b *Broker) Kill() error {
 		return fmt.Errorf("kill broker %s: %w", b.Addr(), err)
 	}
 	<-done
+	return nil
+}
+
+// Pause stops the JVM with SIGSTOP, like a node that hangs (a long GC
+// pause, a frozen VM): its connections stay open and nothing answers.
+// It is a no-op when the broker is not running.
+func (b *Broker) Pause() error {
+	cmd, _ := b.current()
+	if cmd == nil {
+		return nil
+	}
+	if err := signalGroup(cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("pause broker %s: %w", b.Addr(), err)
+	}
+	return nil
+}
+
+// Resume lets a paused JVM run again with SIGCONT. It is a no-op when the
+// broker is not running or not paused.
+func (b *Broker) Resume() error {
+	cmd, _ := b.current()
+	if cmd == nil {
+		return nil
+	}
+	if err := signalGroup(cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		return fmt.Errorf("resume broker %s: %w", b.Addr(), err)
+	}
 	return nil
 }
 

@@ -63,6 +63,12 @@ type Options struct {
 	// NodeID is the KRaft node id; 0 means 1. A node that joins another
 	// must have a different one.
 	NodeID int
+
+	// Voters, when set, is controller.quorum.voters of a multi-node
+	// KRaft quorum ("1@127.0.0.1:9093,2@…"): the node is a combined
+	// broker and controller, one of those voters, whose NodeID and
+	// ControllerPort must match its entry. [StartCluster] sets it.
+	Voters string
 }
 
 // defaultJVMArgs favour start-up time and a small footprint over

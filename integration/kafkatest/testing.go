@@ -56,6 +56,7 @@ func Main(m *testing.M) { os.Exit(Run(m)) }
 // os.Exit once it has cleaned up (deferred calls do not run on os.Exit).
 func Run(m *testing.M) int {
 	code := m.Run()
+	stopSharedCluster(code != 0)
 	if c := shared.container; c != nil {
 		if err := c.stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "kafkatest: stop the %s container: %v\n", c.image, err)
