@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -40,6 +41,9 @@ type disruptions struct {
 	// or not (unix nanoseconds; 0 = never): a broker that restarted is
 	// reached again through a new connection (see changedAt).
 	dialed atomic.Int64
+	// count, when set, counts each failure
+	// (sharerelay_broker_disruptions_total).
+	count prometheus.Counter
 }
 
 var (
@@ -62,7 +66,12 @@ func (d *disruptions) OnBrokerE2E(_ kgo.BrokerMetadata, _ int16, e2e kgo.BrokerE
 	}
 }
 
-func (d *disruptions) note() { d.last.Store(time.Now().UnixNano()) }
+func (d *disruptions) note() {
+	d.last.Store(time.Now().UnixNano())
+	if d.count != nil {
+		d.count.Inc()
+	}
+}
 
 // changedAt returns when the worker's producers last met a failure or
 // opened a connection (the zero time if never, or for a nil d). A

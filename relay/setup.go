@@ -27,7 +27,7 @@ import (
 // ready is called once, when the worker runs or could not start.
 func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]byte, ready func()) error {
 	log := r.log.With("worker", i)
-	disrupt := &disruptions{}
+	disrupt := &disruptions{count: r.m.BrokerDisruptions.WithLabelValues(strconv.Itoa(i))}
 	lanes, err := r.newLanes(ctx, i, disrupt)
 	if err != nil {
 		ready()

@@ -49,6 +49,10 @@ type PipelineOptions struct {
 	// OnBroker places every topic of the pipeline on the broker with this
 	// node id; 0 (default) lets the controller choose.
 	OnBroker int32
+	// Replicas is the replication factor of the pipeline's topics
+	// (harness.Topic.Replicas: 0 means 1, -1 the cluster's default). The
+	// relay creates the ledger itself, at min(3, brokers).
+	Replicas int16
 	// OutputOnBroker places the output topic on this broker instead
 	// (default OnBroker).
 	OutputOnBroker int32
@@ -134,9 +138,9 @@ func NewPipeline(ctx context.Context, o PipelineOptions) (*Pipeline, error) {
 		Group: o.Name + ".group", Ledger: o.Name + ".ledger", Seeds: o.Seeds, Path: filepath.Join(o.Dir, "pipeline.yaml"),
 	}
 	err = CreateTopics(ctx, o.Seeds,
-		Topic{Name: p.Source, Partitions: o.Partitions, Broker: o.OnBroker},
-		Topic{Name: p.Output, Partitions: OutputPartitions, Broker: cmp.Or(o.OutputOnBroker, o.OnBroker)},
-		Topic{Name: p.DeadLetter, Partitions: DeadLetterPartitions, Broker: o.OnBroker})
+		Topic{Name: p.Source, Partitions: o.Partitions, Broker: o.OnBroker, Replicas: o.Replicas},
+		Topic{Name: p.Output, Partitions: OutputPartitions, Broker: cmp.Or(o.OutputOnBroker, o.OnBroker), Replicas: o.Replicas},
+		Topic{Name: p.DeadLetter, Partitions: DeadLetterPartitions, Broker: o.OnBroker, Replicas: o.Replicas})
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %s: %w", p.Name, err)
 	}

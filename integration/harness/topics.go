@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -13,12 +14,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Topic is a topic to create, with replication factor 1: the test brokers
-// are single nodes, or nodes a test stops one at a time on purpose.
+// Topic is a topic to create, with replication factor 1 unless it says
+// otherwise: the single-node test brokers, or nodes a test stops one at a
+// time on purpose.
 type Topic struct {
 	Name string
 	// Partitions is the number of partitions (default 1).
 	Partitions int32
+	// Replicas is the replication factor: 0 means 1, -1 the cluster's
+	// default.replication.factor (3 on a kafkatest.Cluster). Ignored with
+	// Broker.
+	Replicas int16
 	// Broker, when not 0, places every partition on the broker with this
 	// node id (a replica assignment), e.g. so that a test can stop the
 	// node that leads it; 0 lets the controller choose.
@@ -89,7 +95,7 @@ func createTopic(ctx context.Context, cl *kgo.Client, t Topic) error {
 		parts = 1
 	}
 	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Name, parts, 1
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Name, parts, cmp.Or(t.Replicas, 1)
 	if t.Broker != 0 {
 		// With an assignment, the count and the factor come from it.
 		rt.NumPartitions, rt.ReplicationFactor = -1, -1
