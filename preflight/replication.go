@@ -155,12 +155,12 @@ func (c *checker) judgeReplication(check, role string, d durability, create bool
 		return
 	}
 	isr := atoi(d.minISR.value)
-	warned := false
+	short := false
 	switch {
 	case isr > d.rf:
 		c.rep.add(Fail, check, "%smin.insync.replicas %d%s above replication factor %d: every acks=all write fails with NOT_ENOUGH_REPLICAS; set min.insync.replicas=%d",
 			what, isr, from(d.minISR), d.rf, max(2, d.rf-1))
-		warned = true
+		short = true
 	case isr <= 1:
 		fix := "set min.insync.replicas=2"
 		if d.rf == 2 {
@@ -168,14 +168,14 @@ func (c *checker) judgeReplication(check, role string, d durability, create bool
 		}
 		c.rep.add(Warn, check, "%smin.insync.replicas %d%s with replication factor %d: acks=all then accepts a write one replica holds: an unclean failover or disk loss can drop %s; %s",
 			what, isr, from(d.minISR), d.rf, lost, fix)
-		warned = true
+		short = true
 	}
 	if b, _ := strconv.ParseBool(d.unclean.value); b {
 		c.rep.add(Warn, check, "%sunclean.leader.election.enable is true%s: a replica that missed committed writes can become leader and drop %s; set it to false",
 			what, from(d.unclean), lost)
-		warned = true
+		short = true
 	}
-	if warned {
+	if short {
 		return
 	}
 	note := ""
@@ -186,7 +186,7 @@ func (c *checker) judgeReplication(check, role string, d durability, create bool
 		what, d.rf, isr, from(d.minISR), note)
 }
 
-// from is " (from …)" for s, or "" when its origin is unknown.
+// from is " (where s comes from)", or "" when that is unknown.
 func from(s setting) string {
 	if s.from == "" {
 		return ""
