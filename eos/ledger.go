@@ -578,26 +578,49 @@ func (l *Ledger) waitApplied(ctx context.Context, pos Pos) error {
 	}
 }
 
+// LedgerReplication is how the relay replicates the ledger topics it
+// creates on a cluster of brokers live brokers: the replication factor,
+// and the topic configs that go with it. A claim lost after its
+// transaction committed lets the record be written again, so the ledger
+// is replicated like the outputs it guards should be: 3 replicas (every
+// broker of a smaller cluster), min.insync.replicas 2 with 3, so that a
+// claim acks=all accepted is on two brokers and survives the loss of
+// either, and unclean leader election off, so that no replica that
+// missed a claim can lead. With fewer than 3 replicas min.insync.replicas
+// is left to the cluster's default: 2 of 2 would stop every claim while
+// either broker is down, and 1 would override a cluster that asks for 2.
+func LedgerReplication(brokers int) (replicationFactor int16, configs map[string]string) {
+	rf := int16(max(1, min(3, brokers)))
+	configs = map[string]string{UncleanLeaderElection: "false"}
+	if rf >= 3 {
+		configs[MinInsyncReplicas] = "2"
+	}
+	return rf, configs
+}
+
+// The topic configs LedgerReplication sets.
+const (
+	MinInsyncReplicas     = "min.insync.replicas"
+	UncleanLeaderElection = "unclean.leader.election.enable"
+)
+
 func (l *Ledger) ensureTopics(ctx context.Context, adm *kadm.Client) error {
 	brokers, err := adm.ListBrokers(ctx)
 	if err != nil {
 		return fmt.Errorf("eos: listing brokers: %w", err)
 	}
-	rf := int16(min(3, len(brokers)))
-	minISR := "1"
-	if rf >= 3 {
-		minISR = "2"
-	}
+	rf, replication := LedgerReplication(len(brokers))
 	ret := strconv.FormatInt(l.cfg.Retention.Milliseconds(), 10)
 	ledgerCfg := map[string]*string{
-		"cleanup.policy":      kadm.StringPtr("delete"),
-		"retention.ms":        &ret,
-		"min.insync.replicas": &minISR,
+		"cleanup.policy": kadm.StringPtr("delete"),
+		"retention.ms":   &ret,
 	}
 	snapCfg := map[string]*string{
-		"cleanup.policy":      kadm.StringPtr("compact"),
-		"min.insync.replicas": &minISR,
-		"max.message.bytes":   kadm.StringPtr(strconv.Itoa(16 << 20)),
+		"cleanup.policy":    kadm.StringPtr("compact"),
+		"max.message.bytes": kadm.StringPtr(strconv.Itoa(16 << 20)),
+	}
+	for k, v := range replication {
+		ledgerCfg[k], snapCfg[k] = kadm.StringPtr(v), kadm.StringPtr(v)
 	}
 	for _, t := range []struct {
 		name  string

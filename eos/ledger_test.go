@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // kgoTx adapts a transactional kgo.Client to Tx for these tests.
@@ -223,5 +224,72 @@ func TestAReadOnlyLedgerSeesCommitsAndCreatesNothing(t *testing.T) {
 	defer ro.Close()
 	if got := ro.Guard("look").Committed(srcs(5, 6)); !got[0] || got[1] {
 		t.Fatalf("read-only Committed = %v, want [true false]", got)
+	}
+}
+
+// The relay creates its ledger topics so that a claim acks=all accepted
+// survives the loss of a broker: 3 replicas (every broker of a smaller
+// cluster), min.insync.replicas 2 with 3 replicas, unclean leader election
+// off; with 2 replicas the cluster's own min.insync.replicas stands.
+func TestTheLedgerTopicsAreCreatedToSurviveABrokerLoss(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		brokers       int
+		clusterMinISR string // the cluster's default; "" leaves Kafka's 1
+		rf            int
+		minISR        string
+		onTopic       bool // min.insync.replicas is set on the topic
+	}{
+		{"one broker: one replica, the cluster's min.insync.replicas", 1, "", 1, "1", false},
+		{"two brokers: two replicas, and the cluster's min.insync.replicas of 2 is not lowered", 2, "2", 2, "2", false},
+		{"three brokers: three replicas, two of them in sync for a write", 3, "", 3, "2", true},
+		{"five brokers: still three replicas", 5, "", 3, "2", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := []kfake.Opt{kfake.NumBrokers(tc.brokers)}
+			if tc.clusterMinISR != "" {
+				opts = append(opts, kfake.BrokerConfigs(map[string]string{MinInsyncReplicas: tc.clusterMinISR}))
+			}
+			c, err := kfake.NewCluster(opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			openTestLedger(t, c)
+			cl, _ := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+			defer cl.Close()
+			adm := kadm.NewClient(cl)
+			ctx := context.Background()
+			for _, topic := range []string{"p.ledger", "p.ledger.snapshots"} {
+				td, err := adm.ListTopics(ctx, topic)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range td[topic].Partitions {
+					if len(p.Replicas) != tc.rf {
+						t.Errorf("%s[%d] has %d replicas, want %d", topic, p.Partition, len(p.Replicas), tc.rf)
+					}
+				}
+				rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rc, err := rcs.On(topic, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := map[string]kadm.Config{}
+				for _, cfg := range rc.Configs {
+					got[cfg.Key] = cfg
+				}
+				isr := got[MinInsyncReplicas]
+				if isr.MaybeValue() != tc.minISR || (isr.Source == kmsg.ConfigSourceDynamicTopicConfig) != tc.onTopic {
+					t.Errorf("%s: min.insync.replicas %s from %s; want %s, set on the topic %v", topic, isr.MaybeValue(), isr.Source, tc.minISR, tc.onTopic)
+				}
+				if u := got[UncleanLeaderElection]; u.MaybeValue() != "false" || u.Source != kmsg.ConfigSourceDynamicTopicConfig {
+					t.Errorf("%s: unclean.leader.election.enable %q from %s; want false, set on the topic", topic, u.MaybeValue(), u.Source)
+				}
+			}
+		})
 	}
 }

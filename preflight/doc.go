@@ -9,7 +9,16 @@
 //     (share groups on);
 //   - the source, output and dead-letter topics exist; the claim ledger and
 //     its snapshot topic exist or can be created (CreateTopics,
-//     validate_only);
+//     validate_only, replicated as the relay would:
+//     eos.LedgerReplication);
+//   - every topic the relay writes (outputs, dead letters, the ledger and
+//     its snapshots) keeps a write acks=all accepted through the loss of a
+//     broker: more than one replica on a cluster of several brokers,
+//     min.insync.replicas at least 2 and at most the replicas, no unclean
+//     leader election (Metadata and DescribeConfigs of the topics; for a
+//     ledger still to be created, the relay's own rule). At-least-once
+//     gets the same warnings: the relay acknowledges a source record once
+//     its outputs are written, so a lost write is a lost record there too;
 //   - the principal's permissions: on topics from Metadata's
 //     topic_authorized_operations; on the share group by a ShareFetch with
 //     no session (READ), DescribeConfigs (DESCRIBE_CONFIGS) and, when the

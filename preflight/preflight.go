@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -93,6 +94,7 @@ func Check(ctx context.Context, p *config.Pipeline, clientOpts []kgo.Opt) *Repor
 	}
 	c.features()
 	c.topics(ctx)
+	c.replication(ctx)
 	c.group(ctx)
 	c.transactionalIDs(ctx)
 	c.cluster(ctx)
@@ -123,6 +125,11 @@ type checker struct {
 	// sourceParts are the partitions of the source topics the topic
 	// check found (0 when it found none).
 	sourceParts int
+	// brokers is how many brokers Metadata listed.
+	brokers int
+	// written are the topics the relay writes that the topic check
+	// found, or found it may create, for the replication check.
+	written []written
 }
 
 // retryFor bounds the retries of a request that fails with a retriable
@@ -166,6 +173,7 @@ func (c *checker) connect(ctx context.Context) bool {
 		return false
 	}
 	c.versions = kversion.FromApiVersionsResponse(resp)
+	c.brokers = len(meta.Brokers)
 	c.finalized = make(map[string]int16)
 	for _, f := range resp.FinalizedFeatures {
 		c.finalized[f.Name] = f.MaxVersionLevel
@@ -312,7 +320,9 @@ func (c *checker) topics(ctx context.Context) {
 		case !ok:
 			c.rep.add(Fail, check, "not in the Metadata answer")
 		case errors.Is(err, kerr.UnknownTopicOrPartition) && creatable:
-			c.creatable(ctx, check, name)
+			if c.creatable(ctx, check, name) {
+				c.written = append(c.written, written{name: name, check: check, role: roles[0], create: true})
+			}
 		case errors.Is(err, kerr.UnknownTopicOrPartition):
 			c.rep.add(Fail, check, "does not exist (create it first)")
 		case errors.Is(err, kerr.TopicAuthorizationFailed) && creatable:
@@ -326,18 +336,28 @@ func (c *checker) topics(ctx context.Context) {
 			if slices.Contains(c.p.Source.Topics, name) {
 				c.sourceParts += len(t.Partitions)
 			}
+			if w, ok := writtenTopic(name, check, roles, t.Partitions); ok {
+				c.written = append(c.written, w)
+			}
 		}
 	}
 }
 
 // creatable checks with CreateTopics validate_only that the relay may
-// create a missing ledger topic.
-func (c *checker) creatable(ctx context.Context, check, name string) {
+// create a missing ledger topic, replicated as it would
+// (eos.LedgerReplication), and reports whether it may.
+func (c *checker) creatable(ctx context.Context, check, name string) bool {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.ValidateOnly = true
 	req.TimeoutMillis = 10000
 	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic, t.NumPartitions, t.ReplicationFactor = name, 1, -1
+	rf, cfgs := eos.LedgerReplication(c.brokers)
+	t.Topic, t.NumPartitions, t.ReplicationFactor = name, 1, rf
+	for _, k := range slices.Sorted(maps.Keys(cfgs)) {
+		tc := kmsg.NewCreateTopicsRequestTopicConfig()
+		tc.Name, tc.Value = k, kmsg.StringPtr(cfgs[k])
+		t.Configs = append(t.Configs, tc)
+	}
 	req.Topics = append(req.Topics, t)
 	resp, err := request[*kmsg.CreateTopicsResponse](ctx, c.cl, req)
 	if err == nil && len(resp.Topics) == 1 {
@@ -346,11 +366,13 @@ func (c *checker) creatable(ctx context.Context, check, name string) {
 	switch {
 	case err == nil:
 		c.rep.add(OK, check, "does not exist yet; the relay will create it (CREATE allowed, validated only; READ and WRITE are checked once it exists)")
+		return true
 	case errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed):
 		c.rep.add(Fail, check, "does not exist and this principal may not create it (%s): grant CREATE on the topic (or the cluster), or create it first", shortErr(err))
 	default:
 		c.rep.add(Fail, check, "does not exist and cannot be created: %v", err)
 	}
+	return false
 }
 
 // allowed reports whether the authorized operations ops include every op

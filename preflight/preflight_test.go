@@ -27,10 +27,13 @@ type fixture struct {
 	adm *kadm.Client
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture starts the fixture's cluster: one broker, unless opts say
+// otherwise (kfake.NumBrokers), and the topics orders, jobs and dlq, each
+// replicated to every broker up to 3.
+func newFixture(t *testing.T, opts ...kfake.Opt) *fixture {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.EnableACLs(),
-		kfake.Superuser("SCRAM-SHA-256", "admin", "admin"), kfake.SeedTopics(3, "orders", "jobs", "dlq"))
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), kfake.EnableSASL(), kfake.EnableACLs(),
+		kfake.Superuser("SCRAM-SHA-256", "admin", "admin"), kfake.SeedTopics(3, "orders", "jobs", "dlq")}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +66,8 @@ var everything = []acl{
 	{"topic", "orders", kadm.OpRead},
 	{"topic", "jobs", kadm.OpWrite}, {"topic", "jobs", kadm.OpDescribeConfigs},
 	{"topic", "dlq", kadm.OpWrite}, {"topic", "dlq", kadm.OpDescribeConfigs},
-	{"topic", "p.ledger", kadm.OpRead}, {"topic", "p.ledger", kadm.OpWrite}, {"topic", "p.ledger", kadm.OpCreate},
-	{"topic", "p.ledger.snapshots", kadm.OpRead}, {"topic", "p.ledger.snapshots", kadm.OpWrite}, {"topic", "p.ledger.snapshots", kadm.OpCreate},
+	{"topic", "p.ledger", kadm.OpRead}, {"topic", "p.ledger", kadm.OpWrite}, {"topic", "p.ledger", kadm.OpCreate}, {"topic", "p.ledger", kadm.OpDescribeConfigs},
+	{"topic", "p.ledger.snapshots", kadm.OpRead}, {"topic", "p.ledger.snapshots", kadm.OpWrite}, {"topic", "p.ledger.snapshots", kadm.OpCreate}, {"topic", "p.ledger.snapshots", kadm.OpDescribeConfigs},
 	{"group", "g", kadm.OpRead}, {"group", "g", kadm.OpAlterConfigs},
 	{"txn", "sharerelay-p-", kadm.OpWrite},
 }
