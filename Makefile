@@ -12,7 +12,7 @@ PKGS     := ./...
 # Generous: the real-broker suite starts a JVM broker and runs fault tests.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build image demo test test-unit test-pipelines lint bench chaos soak kafka-up kafka-down clean
+.PHONY: all build image demo test test-unit test-pipelines lint bench chaos cluster-tests soak kafka-up kafka-down clean
 
 all: build
 
@@ -113,6 +113,12 @@ bench: build
 # the verifier. CHAOS_SEED replays a run.
 chaos:
 	$(GO) test -count=1 -timeout 60m -run '^TestChaos' -v ./integration/chaos/
+
+# Every real-broker test on the local three-node cluster
+# (integration/replicated_test.go): CI runs the TestRealClusterCI ones,
+# this runs them all (about 8 minutes on a 2-core machine).
+cluster-tests:
+	SHARERELAY_CLUSTER_TESTS=all $(GO) test -count=1 -timeout 30m -run '^TestRealCluster' -v ./integration/
 
 # Scenario 10 (nemesis) for a million records; not in CI.
 soak:

@@ -65,7 +65,7 @@ func startClusterRun(t *testing.T, n int) *clusterRun {
 	c := kafkatest.LocalCluster(t)
 	r := &clusterRun{t: t, c: c, n: n, addrs: map[string]string{}, relays: map[string]*harness.Proc{}, seeded: make(chan error, 1)}
 	r.p = newPipe(t, c.Seeds(), harness.PipelineOptions{
-		Replicas: -1, RenewLocks: true, MetricsListen: "${SHARERELAY_TEST_METRICS}",
+		Replicas: -1, RenewLocks: true, MetricsListen: "${SHARERELAY_TEST_METRICS:-}",
 	})
 	seedOrders(t, r.p, 1, n/8)
 	for _, inst := range []string{"a", "b"} {
@@ -405,7 +405,14 @@ func TestRealClusterCIBelowMinInSyncReplicasPausesAndResumes(t *testing.T) {
 	t.Logf("node %d paused: %s[0] has 2 in-sync replicas (min.insync.replicas 2), and the relays wrote on", follower, r.p.Output)
 
 	before := r.counters()
-	alterTopic(t, r.p.Seeds, r.p.Output, "min.insync.replicas", "3")
+	// Through the nodes that answer: the paused one holds any request.
+	var live []string
+	for i, b := range r.c.Nodes() {
+		if int32(i+1) != follower {
+			live = append(live, b.Addr())
+		}
+	}
+	alterTopic(t, live, r.p.Output, "min.insync.replicas", "3")
 	paused := r.waitNotReady(time.Minute)
 	t.Logf("output min.insync.replicas 3 with 2 in sync: relay not ready: %s", paused)
 	held := r.sum("sharerelay_records_produced_total", "")
