@@ -117,6 +117,9 @@ func (r *clusterRun) waitProduced(k int64, d time.Duration) {
 // counters is what the relays met, for the test's log line and checks.
 type counters struct {
 	disruptions, redeliveries, ackErrors, aborted, unknown, writeFailures, renewed float64
+	// hanging and lostMarkers: a transaction marker the cluster lost
+	// (sharerelay_hanging_transactions_total, _lost_markers_total).
+	hanging, lostMarkers float64
 }
 
 func (r *clusterRun) counters() counters {
@@ -128,12 +131,14 @@ func (r *clusterRun) counters() counters {
 		unknown:       r.sum("sharerelay_transactions_total", `outcome="unknown"`),
 		writeFailures: r.sum("sharerelay_write_failures_total", ""),
 		renewed:       r.sum("sharerelay_acks_total", `type="renew"`),
+		hanging:       r.sum("sharerelay_hanging_transactions_total", ""),
+		lostMarkers:   r.sum("sharerelay_lost_markers_total", ""),
 	}
 }
 
 func (c counters) String() string {
-	return fmt.Sprintf("broker disruptions %.0f, redeliveries %.0f, ack errors %.0f, transactions aborted %.0f and unknown %.0f, write failures %.0f, locks renewed %.0f",
-		c.disruptions, c.redeliveries, c.ackErrors, c.aborted, c.unknown, c.writeFailures, c.renewed)
+	return fmt.Sprintf("broker disruptions %.0f, redeliveries %.0f, ack errors %.0f, transactions aborted %.0f and unknown %.0f, write failures %.0f, locks renewed %.0f, hanging transactions %.0f, lost markers %.0f",
+		c.disruptions, c.redeliveries, c.ackErrors, c.aborted, c.unknown, c.writeFailures, c.renewed, c.hanging, c.lostMarkers)
 }
 
 // met reports whether the relays met a fault: any disruption, redelivery,
@@ -233,6 +238,7 @@ func subtract(a, b counters) counters {
 	return counters{
 		a.disruptions - b.disruptions, a.redeliveries - b.redeliveries, a.ackErrors - b.ackErrors,
 		a.aborted - b.aborted, a.unknown - b.unknown, a.writeFailures - b.writeFailures, a.renewed - b.renewed,
+		a.hanging - b.hanging, a.lostMarkers - b.lostMarkers,
 	}
 }
 
