@@ -15,7 +15,7 @@ import (
 // pomRelPath is where the broker's pom.xml lives, relative to the repo root.
 const pomRelPath = "integration/kafka/pom.xml"
 
-// EnvKafkaVersion, when set, names the Apache Kafka release the local
+// EnvKafkaVersion names, when set, the Apache Kafka release the local
 // broker runs ("4.2.2"), in place of the kafka.version of
 // integration/kafka/pom.xml: mvn fetches that release's jars into their
 // own cache directory. `make compat` runs the same scenario on each
