@@ -11,5 +11,5 @@
 // keeps a slow batch's record locks. Both came in Kafka 4.2. Exactly-once
 // also needs the cluster's transaction.version finalized at 2 (KIP-890),
 // a feature level, not a release: a cluster upgraded from an older one may
-// still run at 1.
+// still run at 1. docs/compat.md lists the releases tested.
 package brokerfloor
