@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sharerelay/sharerelay/internal/brokerfloor"
 	"github.com/sharerelay/sharerelay/internal/kafkaerr"
 	"github.com/sharerelay/sharerelay/internal/wait"
 )
@@ -118,11 +119,6 @@ func (c *LedgerConfig) defaults() {
 // ErrClaimWaitTimeout means an earlier claim of the same source offset
 // stayed pending longer than ClaimWait; the worker aborts.
 var ErrClaimWaitTimeout = errors.New("eos: timed out waiting for an earlier claim's transaction to end")
-
-// ErrNoTransactionV2 means the cluster's finalized transaction.version is
-// below 2 (KIP-890), without which a delayed claim write could be credited
-// to the writer's next transaction.
-var ErrNoTransactionV2 = errors.New("eos: exactly-once needs the cluster's transaction.version >= 2 (KIP-890, Kafka 4.0+)")
 
 // Ledger is an instance's view of the claim ledger: a reader that tails the
 // ledger and keeps the Index, and the snapshots that make restarts fast.
@@ -670,7 +666,10 @@ func flatten(m map[string]*string) map[string]string {
 	return out
 }
 
-// checkTransactionV2 refuses clusters without KIP-890 transaction version 2.
+// checkTransactionV2 refuses clusters without KIP-890 transaction version
+// 2, without which a delayed claim write could be credited to the
+// writer's next transaction (brokerfloor.ErrNoTransactionV2). The ledger
+// needs no share group, so it takes only that part of the rule.
 func checkTransactionV2(ctx context.Context, cl *kgo.Client, log *slog.Logger) error {
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.ClientSoftwareName = "sharerelay"
@@ -679,15 +678,10 @@ func checkTransactionV2(ctx context.Context, cl *kgo.Client, log *slog.Logger) e
 	if err != nil {
 		return fmt.Errorf("eos: ApiVersions: %w", err)
 	}
-	level := int16(0)
-	for _, f := range resp.FinalizedFeatures {
-		if f.Name == "transaction.version" {
-			level = f.MaxVersionLevel
-		}
-	}
-	log.Info("cluster transaction.version", "finalized", level)
-	if level < 2 {
-		return fmt.Errorf("%w: finalized level is %d", ErrNoTransactionV2, level)
+	v := brokerfloor.Judge(resp, true)
+	log.Info("cluster transaction.version", "finalized", v.TransactionVersion)
+	if v.NoTransactionV2 != nil {
+		return fmt.Errorf("eos: %w", v.NoTransactionV2)
 	}
 	return nil
 }

@@ -4,9 +4,10 @@
 // brokers, consuming nothing and changing nothing:
 //
 //   - brokers reachable, TLS trusted, SASL accepted (ApiVersions);
-//   - the Kafka version (guessed from ApiVersions), the finalized
-//     transaction.version (2 or more for exactly-once) and share.version
-//     (share groups on);
+//   - the Kafka version (guessed from ApiVersions) and the request
+//     versions the relay needs, the finalized transaction.version (2 or
+//     more for exactly-once), judged by internal/brokerfloor, the rule
+//     relay run refuses to start on; and share.version (share groups on);
 //   - the source, output and dead-letter topics exist; the claim ledger and
 //     its snapshot topic exist or can be created (CreateTopics,
 //     validate_only, replicated as the relay would:

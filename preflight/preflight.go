@@ -20,6 +20,7 @@ import (
 
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/eos"
+	"github.com/sharerelay/sharerelay/internal/brokerfloor"
 	"github.com/sharerelay/sharerelay/sharegroup"
 )
 
@@ -114,8 +115,9 @@ type checker struct {
 	cl  *kgo.Client
 	rep *Report
 
-	versions  *kversion.Versions
-	finalized map[string]int16
+	versions *kversion.Versions
+	// floor is brokerfloor's verdict on the cluster, the relay's own.
+	floor brokerfloor.Verdict
 	// groupConfigs are the share group's configs as the broker reports
 	// them, nil when they could not be read.
 	groupConfigs map[string]string
@@ -174,10 +176,7 @@ func (c *checker) connect(ctx context.Context) bool {
 	}
 	c.versions = kversion.FromApiVersionsResponse(resp)
 	c.brokers = len(meta.Brokers)
-	c.finalized = make(map[string]int16)
-	for _, f := range resp.FinalizedFeatures {
-		c.finalized[f.Name] = f.MaxVersionLevel
-	}
+	c.floor = brokerfloor.Judge(resp, c.p.Delivery == config.ExactlyOnce)
 	c.rep.add(OK, "brokers", "%d in the cluster, reached through %s%s", len(meta.Brokers), strings.Join(c.p.Brokers, ","), c.how())
 	return true
 }
@@ -221,21 +220,26 @@ func explainConnect(err error) string {
 }
 
 // features reports the Kafka version and the finalized features the relay
-// depends on.
+// depends on, judged by the rule the relay refuses to start on
+// (brokerfloor), in its words.
 func (c *checker) features() {
-	c.rep.add(OK, "kafka version", "%s (guessed from ApiVersions)", c.versions.VersionGuess())
+	if c.floor.TooOld != nil {
+		c.rep.add(Fail, "kafka version", "%v", c.floor.TooOld)
+	} else {
+		c.rep.add(OK, "kafka version", "%s (guessed from ApiVersions); the relay needs %s or newer", c.floor.Guess, brokerfloor.Minimum)
+	}
 
-	tv := c.finalized["transaction.version"]
+	tv := c.floor.TransactionVersion
 	switch {
-	case tv >= 2:
-		c.rep.add(OK, "transaction.version", "finalized at %d", tv)
+	case c.floor.NoTransactionV2 != nil:
+		c.rep.add(Fail, "transaction.version", "%v", c.floor.NoTransactionV2)
 	case c.p.Delivery == config.ExactlyOnce:
-		c.rep.add(Fail, "transaction.version", "finalized at %d; exactly-once needs 2 (Kafka 4.0+ with kafka-features upgrade --feature transaction.version=2), or delivery: at-least-once", tv)
+		c.rep.add(OK, "transaction.version", "finalized at %d", tv)
 	default:
 		c.rep.add(OK, "transaction.version", "finalized at %d (at-least-once does not need 2)", tv)
 	}
 
-	sv := c.finalized["share.version"]
+	sv := c.floor.ShareVersion
 	_, fetch := c.versions.LookupMaxKeyVersion(kmsg.ShareFetch.Int16())
 	switch {
 	case sv >= 1 && fetch:
@@ -243,7 +247,7 @@ func (c *checker) features() {
 	case fetch:
 		c.rep.add(Warn, "share groups", "the brokers speak ShareFetch but share.version is %d: share groups may be off (Kafka 4.2+ enables them by default)", sv)
 	default:
-		c.rep.add(Fail, "share groups", "the brokers do not speak ShareFetch: share groups need Kafka 4.1+ (4.2+ recommended)")
+		c.rep.add(Fail, "share groups", "the brokers do not speak ShareFetch: share groups need %s or newer", brokerfloor.Minimum)
 	}
 }
 

@@ -6,14 +6,18 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/internal/brokerfloor"
 	"github.com/sharerelay/sharerelay/sharegroup"
 )
 
-// startUp runs the start-up checks before any worker starts: the topics
-// exist and their batch limits are known, the share group's configs are
+// startUp runs the start-up checks before any worker starts: the brokers
+// are new enough (brokerfloor), the topics exist and their batch limits
+// are known, the share group's configs are
 // set (when the relay manages them) and in effect, and the delivery
 // limits the workers depend on are read. It returns the source topics'
 // IDs.
@@ -23,6 +27,9 @@ func (r *Relay) startUp(ctx context.Context) (map[string][16]byte, error) {
 		return nil, fmt.Errorf("relay: creating admin client: %w", err)
 	}
 	defer cl.Close()
+	if err := r.checkBrokers(ctx, cl); err != nil {
+		return nil, err
+	}
 	td, err := r.checkPipelineTopics(ctx, cl)
 	if err != nil {
 		return nil, err
@@ -62,6 +69,28 @@ func (r *Relay) startUp(ctx context.Context) (map[string][16]byte, error) {
 			"transaction_timeout", r.p.Output.TransactionTimeout, "lock_duration_ms", l.LockDurationMs)
 	}
 	return ids, nil
+}
+
+// checkBrokers refuses a cluster too old for the pipeline
+// (brokerfloor.Judge, the rule relay check reports by) before the relay
+// sets a group config or creates a topic: a refusal is no transient error,
+// so the relay stops with it.
+func (r *Relay) checkBrokers(ctx context.Context, cl *kgo.Client) error {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "sharerelay", "run"
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		return fmt.Errorf("relay: ApiVersions: %w", err)
+	}
+	v := brokerfloor.Judge(resp, r.p.Delivery == config.ExactlyOnce)
+	if err := v.Err(); err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	r.log.Info("brokers", "kafka_version_guess", v.Guess, "transaction_version", v.TransactionVersion, "share_version", v.ShareVersion)
+	return nil
 }
 
 // checkPipelineTopics checks that the source and output topics exist and the

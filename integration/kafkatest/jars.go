@@ -9,10 +9,18 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strings"
 )
 
 // pomRelPath is where the broker's pom.xml lives, relative to the repo root.
 const pomRelPath = "integration/kafka/pom.xml"
+
+// EnvKafkaVersion names, when set, the Apache Kafka release the local
+// broker runs ("4.2.2"), in place of the kafka.version of
+// integration/kafka/pom.xml: mvn fetches that release's jars into their
+// own cache directory. `make compat` runs the same scenario on each
+// supported release line this way.
+const EnvKafkaVersion = "SHARERELAY_KAFKA_VERSION"
 
 // ErrToolMissing reports that java, or mvn while the jars are not cached,
 // is not installed. Test helpers skip rather than fail on it.
@@ -62,6 +70,32 @@ func pomKafkaVersion(pom string) (string, error) {
 	return string(m[1]), nil
 }
 
+// kafkaVersionOK matches a release number mvn can be asked for; anything
+// else in EnvKafkaVersion is refused before it reaches a path or mvn.
+var kafkaVersionOK = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[A-Za-z0-9.]+)?$`)
+
+// KafkaVersion returns the Apache Kafka release a local broker runs:
+// $SHARERELAY_KAFKA_VERSION when set, otherwise the pom's kafka.version.
+func KafkaVersion() (string, error) {
+	pom, err := findPom()
+	if err != nil {
+		return "", err
+	}
+	return kafkaVersion(pom, os.Getenv)
+}
+
+// kafkaVersion is KafkaVersion with the pom found and the environment
+// read through getenv.
+func kafkaVersion(pom string, getenv func(string) string) (string, error) {
+	if v := strings.TrimSpace(getenv(EnvKafkaVersion)); v != "" {
+		if !kafkaVersionOK.MatchString(v) {
+			return "", fmt.Errorf("kafkatest: %s=%q: want a release number such as 4.2.2", EnvKafkaVersion, v)
+		}
+		return v, nil
+	}
+	return pomKafkaVersion(pom)
+}
+
 // cacheRoot is $SHARERELAY_CACHE, or $HOME/.cache/sharerelay (the user
 // cache directory).
 func cacheRoot() (string, error) {
@@ -81,8 +115,10 @@ func hasJar(dir, version string) bool {
 	return err == nil
 }
 
-// ensureJars returns the directory with the Kafka jars, running
-// `mvn dependency:copy-dependencies` into the cache when it is empty.
+// ensureJars returns the directory with the jars of the Kafka release
+// KafkaVersion names, running `mvn dependency:copy-dependencies` (with
+// -Dkafka.version, which overrides the pom's property) into that
+// release's cache directory when it is empty.
 // Concurrent callers (parallel test binaries) each copy into a private
 // directory and rename it into place; the first rename wins.
 func ensureJars(ctx context.Context) (string, error) {
@@ -90,7 +126,7 @@ func ensureJars(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	version, err := pomKafkaVersion(pom)
+	version, err := kafkaVersion(pom, os.Getenv)
 	if err != nil {
 		return "", err
 	}
@@ -115,7 +151,7 @@ func ensureJars(ctx context.Context) (string, error) {
 	}
 	defer os.RemoveAll(tmp)
 	cmd := exec.CommandContext(ctx, mvn, "-q", "-B", "-f", pom,
-		"dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+tmp)
+		"dependency:copy-dependencies", "-Dkafka.version="+version, "-DincludeScope=runtime", "-DoutputDirectory="+tmp)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("fetch Kafka %s jars with mvn: %w\n%s", version, err, out)
 	}
