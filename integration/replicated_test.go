@@ -183,7 +183,9 @@ func (r *clusterRun) killAndRestart(id int32, what string, moved func() (int32, 
 	if err := r.c.Node(id).Kill(); err != nil {
 		r.t.Fatal(err)
 	}
+	killed := time.Now()
 	to, err := moved()
+	took := time.Since(killed)
 	if err != nil {
 		r.t.Fatalf("after killing node %d: %v", id, err)
 	}
@@ -194,7 +196,7 @@ func (r *clusterRun) killAndRestart(id int32, what string, moved func() (int32, 
 	if err := r.c.Node(id).Start(ctx); err != nil {
 		r.t.Fatalf("restarting node %d: %v", id, err)
 	}
-	r.t.Logf("killed -9 node %d, %s; it moved to node %d; node %d restarted", id, what, to, id)
+	r.t.Logf("killed -9 node %d, %s; it moved to node %d within %s; node %d restarted", id, what, to, took.Round(100*time.Millisecond), id)
 	return to
 }
 
