@@ -353,3 +353,36 @@ func TestRelayProcessIsScrapedOftenOnlyNearTheEndsOfTheRun(t *testing.T) {
 		}
 	}
 }
+
+// The brokers' CPU a record is the median of the runs' and sits in the
+// throughput table beside the contender's own, each in its column.
+func TestBrokerCPUPerRecordIsPrintedBesideTheContenders(t *testing.T) {
+	run := func(i int, cpu, broker float64) runResult {
+		return runResult{Run: i, Workers: 2, RecPerSec: 100, CPUMicrosPerRecord: cpu, BrokerCPUMicrosPerRecord: broker}
+	}
+	runs := map[string][]runResult{
+		relayEOS.name:   {run(1, 2.5, 9.0), run(2, 2.7, 7.0), run(3, 2.6, 8.0)},
+		classicEOS.name: {run(1, 1.6, 4.5), run(2, 1.7, 4.1)},
+	}
+	b := &bench{opts: options{only: []string{relayEOS.name, classicEOS.name}}}
+	sr := sizeResult{Size: 200, Records: 1000}
+	summarizeSize(&sr, b.contenders(), runs)
+	if got := sr.Contenders[0].BrokerCPUMicrosPerRecord; got != 8 {
+		t.Fatalf("relay-eos broker CPU median of 9, 7, 8 = %v, want 8", got)
+	}
+	var out strings.Builder
+	printSize(&out, "stock", sr)
+	lines := strings.Split(out.String(), "\n")
+	header := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "broker µs/rec") })
+	if header < 0 {
+		t.Fatalf("printed:\n%s\nwant a broker µs/rec column", out.String())
+	}
+	for _, row := range []struct{ name, cpu, broker string }{{"relay-eos ", "2.60", "8.00"}, {"classic-eos ", "1.65", "4.30"}} {
+		if !slices.ContainsFunc(lines, func(l string) bool {
+			f := strings.Fields(l)
+			return strings.HasPrefix(l, "200 B   "+row.name) && len(f) >= 3 && f[len(f)-3] == row.cpu && f[len(f)-2] == row.broker
+		}) {
+			t.Errorf("printed:\n%s\nwant a row of %s with %s µs/rec CPU then %s broker µs/rec", out.String(), row.name, row.cpu, row.broker)
+		}
+	}
+}
