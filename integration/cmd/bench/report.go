@@ -267,7 +267,8 @@ func (b *bench) runProcesses(ctx context.Context, sr *sizeResult, src string, ru
 }
 
 // summarizeSize fills sr's contenders, ratios and variant ratios from the
-// runs of cs, the contenders of the throughput table.
+// runs of cs, the contenders of the throughput table. A ratio of a
+// contender that did not run (-contenders) is left out, not 0.
 func summarizeSize(sr *sizeResult, cs []contender, runs map[string][]runResult) {
 	medians := make(map[string]float64)
 	for _, c := range cs {
@@ -282,6 +283,9 @@ func summarizeSize(sr *sizeResult, cs []contender, runs map[string][]runResult) 
 	sr.Ratios = make(map[string]float64, len(ratioPairs))
 	sr.Paired = make(map[string]float64, len(ratioPairs))
 	for _, rp := range ratioPairs {
+		if len(runs[rp.a]) == 0 || len(runs[rp.b]) == 0 {
+			continue
+		}
 		sr.Ratios[rp.key()] = ratio(medians[rp.a], medians[rp.b])
 		sr.Paired[rp.key()] = pairedRatio(runs[rp.a], runs[rp.b])
 	}
@@ -522,19 +526,24 @@ func printSize(w io.Writer, setting string, sr sizeResult) {
 	nw := nameWidth(sr.Contenders)
 	fmt.Fprintf(w, "%-7s %-*s %7s %4s %13s %9s %9s %13s %11s %14s %12s\n", "size", nw, "contender", "workers", "runs", "median rec/s", "min", "max", "ratio-vs-raw", "µs/rec CPU", "broker µs/rec", "peak RSS MB")
 	for _, c := range sr.Contenders {
-		fmt.Fprintf(w, "%-7s %-*s %7d %4d %13.0f %9.0f %9.0f %13.2f %11.2f %14.2f %12.0f\n",
-			fmt.Sprintf("%d B", sr.Size), nw, c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, c.RatioVsRaw, c.CPUMicrosPerRecord, c.BrokerCPUMicrosPerRecord, c.PeakRSSMB)
+		vsRaw := "-" // raw-share did not run
+		if c.RatioVsRaw > 0 {
+			vsRaw = fmt.Sprintf("%.2f", c.RatioVsRaw)
+		}
+		fmt.Fprintf(w, "%-7s %-*s %7d %4d %13.0f %9.0f %9.0f %13s %11.2f %14.2f %12.0f\n",
+			fmt.Sprintf("%d B", sr.Size), nw, c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, vsRaw, c.CPUMicrosPerRecord, c.BrokerCPUMicrosPerRecord, c.PeakRSSMB)
 	}
-	var parts []string
+	var ofMedians, paired []string
 	for _, rp := range ratioPairs {
-		parts = append(parts, fmt.Sprintf("%s %.2f", rp.key(), sr.Ratios[rp.key()]))
+		if r, ok := sr.Ratios[rp.key()]; ok {
+			ofMedians = append(ofMedians, fmt.Sprintf("%s %.2f", rp.key(), r))
+			paired = append(paired, fmt.Sprintf("%s %.2f", rp.key(), sr.Paired[rp.key()]))
+		}
 	}
-	fmt.Fprintf(w, "ratios of medians: %s\n", strings.Join(parts, ", "))
-	parts = parts[:0]
-	for _, rp := range ratioPairs {
-		parts = append(parts, fmt.Sprintf("%s %.2f", rp.key(), sr.Paired[rp.key()]))
+	if len(paired) > 0 {
+		fmt.Fprintf(w, "ratios of medians: %s\n", strings.Join(ofMedians, ", "))
+		fmt.Fprintf(w, "medians of paired per-run ratios: %s\n", strings.Join(paired, ", "))
 	}
-	fmt.Fprintf(w, "medians of paired per-run ratios: %s\n", strings.Join(parts, ", "))
 	for _, v := range sr.Variants {
 		fmt.Fprintf(w, "%s/%s: %.2f paired (%.2f of the medians)\n", v.Variant, v.Base, v.Paired, v.OfMedians)
 	}
@@ -676,7 +685,9 @@ func brokerGoals(br brokerResult, workers int) []goal {
 			{"relay-alo/copier", "relay-alo/copier", 0.9},
 			{"relay-eos/copier", "relay-eos/copier", 0.8},
 		} {
-			add(atLeast(goal{What: fmt.Sprintf("%d B %s", sr.Size, g.what), Value: sr.Paired[g.key], OfMedians: sr.Ratios[g.key]}, g.target))
+			if v, ok := sr.Paired[g.key]; ok { // both contenders ran
+				add(atLeast(goal{What: fmt.Sprintf("%d B %s", sr.Size, g.what), Value: v, OfMedians: sr.Ratios[g.key]}, g.target))
+			}
 		}
 		if g, ok := bestVariantGoal(sr.Contenders, relayEOS.name); ok {
 			g.What = fmt.Sprintf("%d B %s", sr.Size, g.What)
@@ -782,21 +793,25 @@ func printLatency(w io.Writer, setting string, res results) {
 }
 
 // printSummary prints the exactly-once / at-least-once line of a broker
-// setting and returns the ratio: the geometric mean over the sizes.
+// setting and returns the ratio: the geometric mean over the sizes (0,
+// and nothing printed, when the relay did not run in both modes).
 func printSummary(w io.Writer, setting string, srs []sizeResult) float64 {
-	if len(srs) == 0 {
-		return 0
-	}
 	logSum := 0.0
 	var per []string
 	for _, sr := range srs {
-		r := sr.Ratios["relay-eos/relay-alo"]
+		r, ok := sr.Ratios["relay-eos/relay-alo"]
+		if !ok || r <= 0 {
+			continue
+		}
 		logSum += math.Log(r)
 		per = append(per, fmt.Sprintf("%d B: %.2f", sr.Size, r))
 	}
-	g := math.Exp(logSum / float64(len(srs)))
+	if len(per) == 0 {
+		return 0
+	}
+	g := math.Exp(logSum / float64(len(per)))
 	fmt.Fprintln(w)
-	if len(srs) == 1 {
+	if len(per) == 1 {
 		fmt.Fprintf(w, "exactly-once / at-least-once = %.2f; broker: %s\n", g, setting)
 	} else {
 		fmt.Fprintf(w, "exactly-once / at-least-once = %.2f (geometric mean of %s); broker: %s\n", g, strings.Join(per, ", "), setting)
