@@ -13,7 +13,7 @@ PKGS     := ./...
 # Generous: the real-broker suite starts a JVM broker and runs fault tests.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build image demo test test-unit test-pipelines lint bench chaos cluster-tests soak compat kafka-up kafka-down clean
+.PHONY: all build image demo test test-unit test-pipelines lint bench bench-cluster chaos cluster-tests soak compat kafka-up kafka-down clean
 
 all: build
 
@@ -108,6 +108,17 @@ bench: build
 	@if [ -n "$(BENCH_BASELINE)" ]; then integration/build-baseline.sh $(BENCH_BASELINE) $(BIN)/bench-baseline; fi
 	$(GO) run ./integration/cmd/bench -relay-bin $(BIN)/relay -process-runs 3 $(if $(BENCH_BASELINE),-latency-baseline $(BIN)/bench-baseline) $(BENCH_ARGS)
 	$(GO) test -run '^$$' -bench BenchmarkLedgerRestart -benchtime 3x -timeout 30m ./integration/
+
+# The throughput tables on a local three-node KRaft cluster (-nodes 3):
+# every topic at replication factor 3 and min.insync.replicas 2, every
+# producer acks=all, each node with the single bench broker's settings and
+# a 1 GiB heap. The contenders of the exactly-once comparison only
+# (relay-eos, relay-alo, copier, copier-strict, classic-eos), ratios paired
+# per run, and beside each contender's CPU a record the brokers' (all three
+# nodes): on one machine they share the cores. No latency, scaling or
+# relay-process runs. BENCH_ARGS='-records 200000 -runs 3' for a quick look.
+bench-cluster:
+	$(GO) run ./integration/cmd/bench -nodes 3 -contenders relay-eos,relay-alo,copier,copier-strict,classic-eos -classic-workers= -scaling=false -latency=false $(BENCH_ARGS)
 
 # The chaos catalogue (integration/chaos): relays as processes, faults by
 # signals, Toxiproxy, failpoints and broker kills; every scenario ends with

@@ -28,7 +28,9 @@ const sourcePartitions = 3
 // benchJVMArgs are the heap and performance flags of Kafka's own
 // kafka-server-start.sh and kafka-run-class.sh. kafkatest's defaults stop
 // the JIT at C1 and use the serial collector to start fast, which would
-// make the broker, not the clients, what this measures.
+// make the broker, not the clients, what this measures. Every node of a
+// local cluster (-nodes 3) gets the same: the heap Kafka's scripts give
+// one broker, and its collector.
 var benchJVMArgs = []string{
 	"-Xms1g", "-Xmx1g",
 	"-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
@@ -40,7 +42,11 @@ var benchJVMArgs = []string{
 type broker struct {
 	seeds []string
 	kind  string // "external" or "local"
-	local *kafkatest.Broker
+	// nodes are the local broker's JVMs: the one broker, or every node
+	// of a local cluster (-nodes); none for an external cluster.
+	nodes []*kafkatest.Broker
+	// cluster is the local cluster of -nodes 3, nil otherwise.
+	cluster *kafkatest.Cluster
 	// recordLocks is the local broker's
 	// group.share.max.partition.max.record.locks; 0 for Kafka's default
 	// or an external cluster.
@@ -67,7 +73,34 @@ func (b *bench) describeLimits(ctx context.Context) string {
 	if bc, err := sharegroup.BrokerConfig(dctx, b.adm, maxRecordLocksConfig); err == nil {
 		most, _ = strconv.Atoi(bc[maxRecordLocksConfig])
 	}
-	return limitsLabel(b.br.local != nil, b.br.recordLocks, most)
+	return nodesLabel(len(b.br.nodes), limitsLabel(b.br.isLocal(), b.br.recordLocks, most))
+}
+
+// nodesLabel puts the shape of a local cluster of more than one node
+// before limits, the label of its share-group limits: the tables, goals
+// and JSON of a three-node bench say so wherever its numbers go.
+func nodesLabel(nodes int, limits string) string {
+	if nodes <= 1 {
+		return limits
+	}
+	rf, minISR := replication(nodes)
+	return fmt.Sprintf("%d nodes, RF %d, min.insync.replicas %d; %s", nodes, rf, minISR, limits)
+}
+
+// replication returns the replication factor and min.insync.replicas of
+// the topics on a local cluster of n nodes: kafkatest's replicated
+// defaults, what a production cluster has, for every topic the bench and
+// the relay create and for the brokers' internal ones. One node has one
+// replica.
+func replication(n int) (rf, minISR int) {
+	if n <= 1 {
+		return 1, 1
+	}
+	minISR, err := strconv.Atoi(kafkatest.ReplicatedProperties(n)["min.insync.replicas"])
+	if err != nil {
+		panic(fmt.Sprintf("kafkatest.ReplicatedProperties(%d): min.insync.replicas: %v", n, err))
+	}
+	return n, minISR
 }
 
 // limitsLabel names a broker setting: local or an external cluster, the
@@ -111,15 +144,26 @@ var benchProperties = map[string]string{
 	"background.threads":  "10",
 }
 
+// clusterProperties put back Kafka's own timers where kafkatest's
+// cluster shortens them for tests that kill and pause nodes. The bench
+// does neither, and on a busy machine a follower 6 s behind, or a node's
+// heartbeats 4 s late, would shrink an ISR or fence a node mid-run: the
+// run would measure the recovery, not the contender.
+var clusterProperties = map[string]string{
+	"replica.lag.time.max.ms":      "", // Kafka's 30000
+	"broker.session.timeout.ms":    "", // Kafka's 9000
+	"broker.heartbeat.interval.ms": "", // Kafka's 2000
+}
+
 // getBroker returns the cluster in KAFKA_BOOTSTRAP_SERVERS, or starts a
-// local one whose share groups may hold recordLocks record locks per
-// partition (group.share.max.partition.max.record.locks; 0: Kafka's
-// default, what a user's broker has unless its operator raised it).
-func getBroker(ctx context.Context, recordLocks int) (*broker, error) {
+// local one of nodes nodes (1, or 3 for a three-node KRaft cluster) whose
+// share groups may hold recordLocks record locks per partition
+// (group.share.max.partition.max.record.locks; 0: Kafka's default, what a
+// user's broker has unless its operator raised it).
+func getBroker(ctx context.Context, recordLocks, nodes int) (*broker, error) {
 	if seeds := kafkatest.ExternalSeeds(); len(seeds) > 0 {
 		return &broker{seeds: seeds, kind: "external"}, nil
 	}
-	progress("starting a local Kafka broker (set %s to use another cluster)", kafkatest.EnvBootstrap)
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // includes fetching the jars once
 	defer cancel()
 	began := time.Now()
@@ -127,34 +171,67 @@ func getBroker(ctx context.Context, recordLocks int) (*broker, error) {
 	if recordLocks > 0 {
 		props[maxRecordLocksConfig] = strconv.Itoa(recordLocks)
 	}
-	b, err := kafkatest.StartLocal(sctx, kafkatest.Options{JVMArgs: benchJVMArgs, Properties: props})
-	if err != nil {
-		return nil, fmt.Errorf("starting a local broker: %w", err)
+	br := &broker{kind: "local", recordLocks: recordLocks}
+	if nodes <= 1 {
+		progress("starting a local Kafka broker (set %s to use another cluster)", kafkatest.EnvBootstrap)
+		b, err := kafkatest.StartLocal(sctx, kafkatest.Options{JVMArgs: benchJVMArgs, Properties: props})
+		if err != nil {
+			return nil, fmt.Errorf("starting a local broker: %w", err)
+		}
+		br.nodes = []*kafkatest.Broker{b}
+	} else {
+		progress("starting a local Kafka cluster of %d nodes (set %s to use another cluster)", nodes, kafkatest.EnvBootstrap)
+		maps.Copy(props, clusterProperties)
+		c, err := kafkatest.StartCluster(sctx, kafkatest.ClusterOptions{Nodes: nodes, JVMArgs: benchJVMArgs, Properties: props})
+		if err != nil {
+			return nil, fmt.Errorf("starting a local cluster of %d nodes: %w", nodes, err)
+		}
+		br.cluster, br.nodes = c, c.Nodes()
 	}
-	progress("local broker %s ready in %s (log %s)", b.Addr(), time.Since(began).Round(time.Millisecond), b.LogPath())
-	return &broker{seeds: []string{b.Addr()}, kind: "local", local: b, recordLocks: recordLocks}, nil
+	logs := make([]string, len(br.nodes))
+	for i, n := range br.nodes {
+		br.seeds, logs[i] = append(br.seeds, n.Addr()), n.LogPath()
+	}
+	progress("local broker %s ready in %s (log %s)", strings.Join(br.seeds, ","), time.Since(began).Round(time.Millisecond), strings.Join(logs, ", "))
+	return br, nil
 }
 
-// pid returns the local broker's process id, or 0.
-func (br *broker) pid() int {
-	if br.local == nil {
-		return 0
+// isLocal says whether the bench started the broker (and may set its
+// limits, read its CPU and throw it away).
+func (br *broker) isLocal() bool { return len(br.nodes) > 0 }
+
+// pids returns the process ids of the local broker's JVMs: one, or one a
+// node of a local cluster; none for an external cluster.
+func (br *broker) pids() []int {
+	var out []int
+	for _, n := range br.nodes {
+		if pid := n.Pid(); pid > 0 {
+			out = append(out, pid)
+		}
 	}
-	return br.local.Pid()
+	return out
 }
 
-// stop stops a local broker and removes its directory; an external
-// cluster is left alone.
+// stop stops a local broker or cluster and removes its directories; an
+// external cluster is left alone.
 func (br *broker) stop() error {
-	if br.local == nil {
-		return nil
-	}
-	progress("stopping the local broker")
-	if err := br.local.Stop(); err != nil {
-		return fmt.Errorf("stopping the local broker: %w", err)
-	}
-	if err := os.RemoveAll(br.local.Dir()); err != nil {
-		return fmt.Errorf("removing the broker directory: %w", err)
+	switch {
+	case br.cluster != nil:
+		progress("stopping the local cluster")
+		if err := br.cluster.Stop(); err != nil {
+			return fmt.Errorf("stopping the local cluster: %w", err)
+		}
+		if err := br.cluster.Remove(); err != nil {
+			return fmt.Errorf("removing the cluster directory: %w", err)
+		}
+	case len(br.nodes) == 1:
+		progress("stopping the local broker")
+		if err := br.nodes[0].Stop(); err != nil {
+			return fmt.Errorf("stopping the local broker: %w", err)
+		}
+		if err := os.RemoveAll(br.nodes[0].Dir()); err != nil {
+			return fmt.Errorf("removing the broker directory: %w", err)
+		}
 	}
 	return nil
 }
@@ -193,7 +270,7 @@ func newBench(opts options, br *broker) (*bench, error) {
 // close deletes the share groups (external clusters only: a local broker
 // is thrown away) and closes the admin client.
 func (b *bench) close() {
-	if b.br.local == nil && len(b.groups) > 0 {
+	if !b.br.isLocal() && len(b.groups) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if _, err := b.adm.DeleteGroups(ctx, b.groups...); err != nil {
 			progress("warning: deleting share groups: %v", err)
@@ -213,10 +290,23 @@ func (b *bench) name(parts ...string) string {
 	return "bench-" + b.runID + "-" + strings.Join(parts, "-")
 }
 
-// createTopic creates a topic with the cluster's default replication factor
-// and waits until its metadata lists a leader for every partition.
+// createTopic creates a topic and waits until its metadata lists a leader
+// for every partition. On a local cluster the topic has a replica on
+// every node and min.insync.replicas one fewer (replication), set on the
+// topic rather than left to the brokers' defaults; elsewhere it takes the
+// cluster's default replication factor.
 func (b *bench) createTopic(ctx context.Context, name string, partitions int32, configs map[string]*string) error {
-	resp, err := b.adm.CreateTopic(ctx, partitions, -1, configs, name)
+	rf := int16(-1)
+	if n := len(b.br.nodes); n > 1 {
+		r, minISR := replication(n)
+		rf = int16(r)
+		configs = maps.Clone(configs)
+		if configs == nil {
+			configs = make(map[string]*string)
+		}
+		configs["min.insync.replicas"] = kadm.StringPtr(strconv.Itoa(minISR))
+	}
+	resp, err := b.adm.CreateTopic(ctx, partitions, rf, configs, name)
 	if err == nil {
 		err = resp.Err
 	}
@@ -302,10 +392,13 @@ func (b *bench) waitLagZero(ctx context.Context, group, topic string, timeout ti
 }
 
 // load writes n records of about size bytes into topic, fast: idempotent
-// producer, 10ms linger, batches of up to -source-batch-bytes.
+// producer, acks=all (said here, not left to franz-go's default, so that a
+// source topic on a cluster is written to its in-sync replicas like every
+// output), 10ms linger, batches of up to -source-batch-bytes.
 func (b *bench) load(ctx context.Context, topic string, size, n int) error {
 	opts := []kgo.Opt{
 		kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(10 * time.Millisecond),
 		kgo.MaxBufferedRecords(100_000),
 	}

@@ -193,13 +193,17 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 	stopHeap := b.heapProfileAtHalf(t, tr)
 	defer stopHeap()
 	tc := newTraceCollector(b.opts.trace, t.n)
-	tc.startCPU(b.br.pid())
+	pids := b.br.pids()
+	tc.startCPU(pids)
 	resetPeakRSS()
 	began := time.Now()
-	cpu0 := selfCPU()
+	cpu0, brokerCPU0 := selfCPU(), procsCPU(pids)
 	rr, err := b.runContender(ctx, t, tr, tc)
 	if !t.c.process { // it ran in this process
 		rr.CPUSeconds, rr.PeakRSSMB = (selfCPU() - cpu0).Seconds(), peakRSSMB()
+	}
+	if len(pids) > 0 {
+		rr.BrokerCPUSeconds = (procsCPU(pids) - brokerCPU0).Seconds()
 	}
 	tc.stopCPU()
 	stopProfile()
@@ -209,6 +213,7 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 	el := tr.elapsed()
 	rr.Run, rr.Workers, rr.Seconds, rr.RecPerSec = t.run, t.workers, el.Seconds(), float64(t.n)/el.Seconds()
 	rr.CPUMicrosPerRecord = cpuMicrosPerRecord(rr.CPUSeconds, t.n)
+	rr.BrokerCPUMicrosPerRecord = cpuMicrosPerRecord(rr.BrokerCPUSeconds, t.n)
 	reportRun(t, rr, el, time.Since(began))
 	tc.print(t.c.name)
 
@@ -299,8 +304,8 @@ func reportRun(t trial, rr runResult, el, whole time.Duration) {
 	if t.run == 0 {
 		label = "warm-up"
 	}
-	progress("  %-13s %s, %d workers: %d records in %s = %.0f rec/s, %.2f µs/rec CPU (whole run incl. start and stop %s; peak RSS %.0f MB)",
-		t.c.name, label, t.workers, t.n, el.Round(time.Millisecond), rr.RecPerSec, rr.CPUMicrosPerRecord, whole.Round(100*time.Millisecond), rr.PeakRSSMB)
+	progress("  %-13s %s, %d workers: %d records in %s = %.0f rec/s, %.2f µs/rec CPU, broker %.2f µs/rec (whole run incl. start and stop %s; peak RSS %.0f MB)",
+		t.c.name, label, t.workers, t.n, el.Round(time.Millisecond), rr.RecPerSec, rr.CPUMicrosPerRecord, rr.BrokerCPUMicrosPerRecord, whole.Round(100*time.Millisecond), rr.PeakRSSMB)
 	if len(rr.Phases) > 0 {
 		progress("  %-13s acquire mode %s; phases: %s", t.c.name, rr.AcquireMode, formatPhases(rr.Phases))
 	}
@@ -343,7 +348,8 @@ func (b *bench) heapProfileAtHalf(t trial, tr *tracker) (stop func()) {
 
 // startProfile starts a CPU profile of the run when -cpuprofile-dir is set:
 // of this process (pprof), and of a local broker (a Java Flight Recorder
-// recording, see startBrokerRecording).
+// recording, see startBrokerRecording; one a node of a local cluster,
+// .broker-<node>.jfr).
 func (b *bench) startProfile(t trial) (stop func(), err error) {
 	if b.opts.cpuProfileDir == "" {
 		return func() {}, nil
@@ -358,13 +364,22 @@ func (b *bench) startProfile(t trial) (stop func(), err error) {
 		f.Close()
 		return nil, fmt.Errorf("starting the CPU profile: %w", err)
 	}
-	stopBroker := startBrokerRecording(b.br.pid(), base+".broker.jfr")
+	var stops []func()
+	for i, node := range b.br.nodes {
+		jfr := base + ".broker.jfr"
+		if len(b.br.nodes) > 1 {
+			jfr = fmt.Sprintf("%s.broker-%d.jfr", base, i+1)
+		}
+		stops = append(stops, startBrokerRecording(node.Pid(), jfr))
+	}
 	return func() {
 		pprof.StopCPUProfile()
 		if err := f.Close(); err != nil {
 			progress("warning: writing %s: %v", path, err)
 		}
-		stopBroker()
+		for _, stop := range stops {
+			stop()
+		}
 	}, nil
 }
 

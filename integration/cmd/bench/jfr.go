@@ -23,7 +23,7 @@ func startBrokerRecording(pid int, path string) (stop func()) {
 		progress("warning: no jcmd on PATH: the broker is not profiled")
 		return func() {}
 	}
-	name := strings.TrimSuffix(filepath.Base(path), ".broker.jfr")
+	name := strings.TrimSuffix(filepath.Base(path), ".jfr")
 	p := strconv.Itoa(pid)
 	if out, err := exec.Command(jcmd, p, "JFR.start", "name="+name, "settings=profile", "jdk.Compilation#threshold=0ms", "jdk.ExecutionSample#period=1ms", "filename="+path).CombinedOutput(); err != nil {
 		progress("warning: starting the broker's flight recording: %v: %s", err, out)

@@ -15,6 +15,21 @@
 // relay runs, a soft memory limit, as GOMEMLIMIT would (none by default:
 // the relay binary sets none).
 //
+// Three nodes (-nodes 3, make bench-cluster). The local broker is a
+// three-node KRaft cluster instead (integration/kafkatest's, every node
+// with the single broker's properties, JVM flags and heap, and Kafka's
+// own replica lag and session timers), and every topic the bench creates
+// has replication factor 3 and min.insync.replicas 2, as the brokers'
+// internal topics and the relay's claim ledger do. Every producer writes
+// with acks=all either way: the relay's (txn enforces it), the copiers'
+// and classic-alo's (idempotent, acks=all set), classic-eos's
+// (transactional, acks=all set), the loader's (set) and the latency
+// producer's (franz-go's default, idempotent and acks=all). The brokers'
+// CPU a record (see Client CPU), every node's summed, then includes the
+// replication. Every table, summary and goal is labelled "3 nodes, RF 3,
+// min.insync.replicas 2; …", and the JSON holds nodes,
+// replication_factor and min_insync_replicas.
+//
 // Broker settings (-broker-record-locks). The local broker keeps Kafka's
 // default share-group limits (0, the default: 4,000 record locks a
 // partition, what a user's broker has), or lets a share group hold up to
@@ -114,7 +129,10 @@
 // clients) to its end (closing them), its bookkeeping of the run
 // included; for the relay as its own process (-relay-bin), that process's
 // CPU from its start to just before it is sent SIGTERM. Start and stop are
-// a fixed cost: with few -records they weigh on the figure.
+// a fixed cost: with few -records they weigh on the figure. Beside it, for
+// a local broker, broker µs/rec is the CPU its JVMs (every node of a
+// cluster, summed) used over the same span, over the records: on one
+// machine the brokers and the clients compete for the same cores.
 //
 // Goals are checked at the end (and written to the JSON output), per
 // broker setting: per size relay-eos ≥ 1.0× classic-eos at -workers and
@@ -232,6 +250,9 @@ type options struct {
 	// group.share.max.partition.max.record.locks (0: Kafka's default),
 	// one fresh broker each, measured in turn.
 	brokerRecordLocks []int
+	// nodes is the size of the local cluster: 1 broker, or 3 nodes
+	// with every topic at replication factor 3 (-nodes).
+	nodes int
 	// variants are the extra relay contenders of -relay-variants: relay-eos
 	// (or relay-alo) with batch settings of their own.
 	variants []contender
@@ -343,6 +364,7 @@ func (o *options) defineFlags(fs *flag.FlagSet) listFlags {
 	fs.StringVar(&o.latencyBaseline, "latency-baseline", "", "a bench binary of an earlier commit (make bench builds BENCH_BASELINE's); its latency runs alternate with this one's on the same broker, and the goal is the p99 ratio")
 	fs.IntVar(&o.latencyRounds, "latency-rounds", 3, "rounds of the latency runs (each relay contender, and the baseline's, once a round); the medians are reported")
 	l.brokerRecordLocks = fs.String("broker-record-locks", "0", "the local broker's group.share.max.partition.max.record.locks, the most record locks a share group may set per partition, comma separated: the warm-up and throughput tables run once per setting, each on a fresh broker, latency and scaling on the first (0: Kafka's default share-group limits; 10000: the setting docs/operations.md gives; e.g. 0,10000)")
+	fs.IntVar(&o.nodes, "nodes", 1, "nodes of the local broker: 1, or 3 for a three-node KRaft cluster with every topic at replication factor 3 and min.insync.replicas 2 (a fresh cluster per -broker-record-locks setting)")
 	l.relayVariants = fs.String("relay-variants", "", "extra relay-eos contenders of the throughput table, each with batch settings of its own, separated by semicolons, e.g. 'consumers=2;consumers=1,max_records=4000'; a variant starting alo: is relay-alo's (e.g. alo:consumers=2)")
 	return l
 }
@@ -380,8 +402,27 @@ func (o *options) parseLists(l listFlags) error {
 	if o.variants, err = parseVariants(*l.relayVariants, o.only); err != nil {
 		return err
 	}
-	o.brokerRecordLocks, err = recordLockSettings(*l.brokerRecordLocks, len(kafkatest.ExternalSeeds()) > 0)
-	return err
+	external := len(kafkatest.ExternalSeeds()) > 0
+	if o.brokerRecordLocks, err = recordLockSettings(*l.brokerRecordLocks, external); err != nil {
+		return err
+	}
+	return checkNodes(o.nodes, external)
+}
+
+// checkNodes checks -nodes: 1, or kafkatest.ClusterSize (3), the
+// replication factor of production clusters; two nodes would mean
+// replication factor 2 with min.insync.replicas 1, which a node's loss
+// can cost acknowledged records, not a setting worth measuring. external
+// is whether KAFKA_BOOTSTRAP_SERVERS names a cluster, whose nodes the
+// bench does not choose.
+func checkNodes(n int, external bool) error {
+	switch {
+	case n != 1 && n != kafkatest.ClusterSize:
+		return fmt.Errorf("-nodes: %d is neither 1 (one broker) nor %d (a local cluster, replication factor %d)", n, kafkatest.ClusterSize, kafkatest.ClusterSize)
+	case external && n != 1:
+		return fmt.Errorf("-nodes %d: starts a local cluster, but %s names an external cluster, which has its own nodes; leave the flag out, or unset %s", n, kafkatest.EnvBootstrap, kafkatest.EnvBootstrap)
+	}
+	return nil
 }
 
 // contenderList parses -contenders: names of the contenders of the
@@ -535,10 +576,7 @@ func run(ctx context.Context, opts options) error {
 	if opts.memoryLimitMiB > 0 {
 		debug.SetMemoryLimit(int64(opts.memoryLimitMiB) << 20)
 	}
-	res := results{
-		Started: began.UTC(), MemoryLimitMiB: memoryLimitMiB(), Records: opts.records, Runs: opts.runs,
-		Workers: opts.workers, Sizes: opts.sizes, HandMaxRecords: opts.handMaxRecords,
-	}
+	res := newResults(opts, began, len(kafkatest.ExternalSeeds()) > 0)
 	for i, locks := range opts.brokerRecordLocks {
 		if err := measureOnBroker(ctx, opts, locks, i == 0, &res); err != nil {
 			return err
@@ -547,13 +585,28 @@ func run(ctx context.Context, opts options) error {
 	return finish(opts, res, began)
 }
 
+// newResults returns the results of a run begun at began, before anything
+// is measured: what was asked, and on a local broker (not external) its
+// node count and the replication of the topics the bench creates.
+func newResults(opts options, began time.Time, external bool) results {
+	res := results{
+		Started: began.UTC(), MemoryLimitMiB: memoryLimitMiB(), Records: opts.records, Runs: opts.runs,
+		Workers: opts.workers, Sizes: opts.sizes, HandMaxRecords: opts.handMaxRecords,
+	}
+	if !external {
+		res.Nodes = opts.nodes
+		res.ReplicationFactor, res.MinInsyncReplicas = replication(opts.nodes)
+	}
+	return res
+}
+
 // measureOnBroker starts the broker of one -broker-record-locks setting
 // (or takes the external cluster), runs the warm-up and the throughput
 // tables on it into res, and on the first setting the scaling table and
 // the latency runs too, then stops the broker: one broker at a time on
 // the machine.
 func measureOnBroker(ctx context.Context, opts options, locks int, first bool, res *results) (err error) {
-	br, err := getBroker(ctx, locks)
+	br, err := getBroker(ctx, locks, opts.nodes)
 	if err != nil {
 		return err
 	}

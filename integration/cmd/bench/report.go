@@ -40,6 +40,12 @@ type results struct {
 	Goals []goal `json:"goals"`
 	// MemoryLimitMiB is this process's soft memory limit (0: none).
 	MemoryLimitMiB int `json:"memory_limit_mib,omitempty"`
+	// Nodes is the local broker's node count (-nodes), and
+	// ReplicationFactor and MinInsyncReplicas those of every topic the
+	// bench created on it; all 0 on an external cluster.
+	Nodes             int `json:"nodes,omitempty"`
+	ReplicationFactor int `json:"replication_factor,omitempty"`
+	MinInsyncReplicas int `json:"min_insync_replicas,omitempty"`
 }
 
 // brokerResult is what was measured on one broker setting.
@@ -99,6 +105,9 @@ type contenderResult struct {
 	// CPUMicrosPerRecord is the median over the runs of the client CPU
 	// a record cost (runResult.CPUMicrosPerRecord).
 	CPUMicrosPerRecord float64 `json:"median_cpu_us_per_rec"`
+	// BrokerCPUMicrosPerRecord is the median over the runs of the local
+	// brokers' CPU a record (runResult.BrokerCPUMicrosPerRecord).
+	BrokerCPUMicrosPerRecord float64 `json:"median_broker_cpu_us_per_rec,omitempty"`
 	// Base is, for a variant (-relay-variants), the contender it varies.
 	Base string `json:"variant_of,omitempty"`
 }
@@ -123,7 +132,13 @@ type runResult struct {
 	CPUSeconds float64 `json:"cpu_seconds"`
 	// CPUMicrosPerRecord is CPUSeconds over the records, in µs.
 	CPUMicrosPerRecord float64 `json:"cpu_us_per_rec"`
-	Warning            string  `json:"warning,omitempty"`
+	// BrokerCPUSeconds is the CPU the local broker's JVMs used over the
+	// same span, every node's summed (0 on an external cluster): on one
+	// machine it competes with the clients' for the same cores.
+	// BrokerCPUMicrosPerRecord is it over the records, in µs.
+	BrokerCPUSeconds         float64 `json:"broker_cpu_seconds,omitempty"`
+	BrokerCPUMicrosPerRecord float64 `json:"broker_cpu_us_per_rec,omitempty"`
+	Warning                  string  `json:"warning,omitempty"`
 }
 
 // classicResult compares relay-eos with classic-eos at one worker count.
@@ -252,7 +267,8 @@ func (b *bench) runProcesses(ctx context.Context, sr *sizeResult, src string, ru
 }
 
 // summarizeSize fills sr's contenders, ratios and variant ratios from the
-// runs of cs, the contenders of the throughput table.
+// runs of cs, the contenders of the throughput table. A ratio of a
+// contender that did not run (-contenders) is left out, not 0.
 func summarizeSize(sr *sizeResult, cs []contender, runs map[string][]runResult) {
 	medians := make(map[string]float64)
 	for _, c := range cs {
@@ -267,6 +283,9 @@ func summarizeSize(sr *sizeResult, cs []contender, runs map[string][]runResult) 
 	sr.Ratios = make(map[string]float64, len(ratioPairs))
 	sr.Paired = make(map[string]float64, len(ratioPairs))
 	for _, rp := range ratioPairs {
+		if len(runs[rp.a]) == 0 || len(runs[rp.b]) == 0 {
+			continue
+		}
 		sr.Ratios[rp.key()] = ratio(medians[rp.a], medians[rp.b])
 		sr.Paired[rp.key()] = pairedRatio(runs[rp.a], runs[rp.b])
 	}
@@ -427,19 +446,19 @@ func (b *bench) warmUp(ctx context.Context) error {
 	if err := b.load(ctx, src, size, n); err != nil {
 		return err
 	}
-	pid := b.br.pid()
+	pids := b.br.pids()
 	for round := 1; round <= b.opts.warmUpRounds; round++ {
 		progress("warm-up round %d of %d: every contender once over %d records (not counted)", round, b.opts.warmUpRounds, n)
-		cpu0, jit0 := procCPU(pid), jitCPU(pid)
+		cpu0, jit0 := procsCPU(pids), jitCPU(pids)
 		for _, c := range contenders {
 			t := trial{c: c, size: size, run: 0, source: src, n: n, name: b.name(fmt.Sprintf("warmup%d", round), c.name)}
 			if _, err := b.runTrial(ctx, t, &created); err != nil {
 				return fmt.Errorf("warm-up: %w", err)
 			}
 		}
-		if pid > 0 {
-			cpu, jit := procCPU(pid)-cpu0, jitCPU(pid)-jit0
-			progress("warm-up round %d: the broker used %s of CPU, %s of it (%.0f%%) compiling", round,
+		if len(pids) > 0 {
+			cpu, jit := procsCPU(pids)-cpu0, jitCPU(pids)-jit0
+			progress("warm-up round %d: the broker (every node) used %s of CPU, %s of it (%.0f%%) compiling", round,
 				cpu.Round(10*time.Millisecond), jit.Round(10*time.Millisecond), 100*ratio(jit.Seconds(), cpu.Seconds()))
 		}
 	}
@@ -460,13 +479,13 @@ func (b *bench) warmUp(ctx context.Context) error {
 }
 
 // summarize sums up the runs of contender name: the medians of its rate
-// and of its CPU a record, its peak RSS and its phases. runs must not be
+// and of its and the brokers' CPU a record, its peak RSS and its phases. runs must not be
 // empty.
 func summarize(name string, runs []runResult) contenderResult {
-	rates, cpu := make([]float64, len(runs)), make([]float64, len(runs))
+	rates, cpu, bcpu := make([]float64, len(runs)), make([]float64, len(runs)), make([]float64, len(runs))
 	cr := contenderResult{Name: name, Runs: runs}
 	for i, r := range runs {
-		rates[i], cpu[i] = r.RecPerSec, r.CPUMicrosPerRecord
+		rates[i], cpu[i], bcpu[i] = r.RecPerSec, r.CPUMicrosPerRecord, r.BrokerCPUMicrosPerRecord
 		cr.Workers = r.Workers
 		cr.PeakRSSMB = max(cr.PeakRSSMB, r.PeakRSSMB)
 		for k, v := range r.Phases {
@@ -478,8 +497,9 @@ func summarize(name string, runs []runResult) contenderResult {
 	}
 	slices.Sort(rates)
 	slices.Sort(cpu)
+	slices.Sort(bcpu)
 	cr.Median, cr.Min, cr.Max = median(rates), rates[0], rates[len(rates)-1]
-	cr.CPUMicrosPerRecord = median(cpu)
+	cr.CPUMicrosPerRecord, cr.BrokerCPUMicrosPerRecord = median(cpu), median(bcpu)
 	return cr
 }
 
@@ -504,21 +524,26 @@ func ratio(a, b float64) float64 {
 func printSize(w io.Writer, setting string, sr sizeResult) {
 	fmt.Fprintf(w, "\nthroughput: %d records of %d B values; broker: %s\n", sr.Records, sr.Size, setting)
 	nw := nameWidth(sr.Contenders)
-	fmt.Fprintf(w, "%-7s %-*s %7s %4s %13s %9s %9s %13s %11s %12s\n", "size", nw, "contender", "workers", "runs", "median rec/s", "min", "max", "ratio-vs-raw", "µs/rec CPU", "peak RSS MB")
+	fmt.Fprintf(w, "%-7s %-*s %7s %4s %13s %9s %9s %13s %11s %14s %12s\n", "size", nw, "contender", "workers", "runs", "median rec/s", "min", "max", "ratio-vs-raw", "µs/rec CPU", "broker µs/rec", "peak RSS MB")
 	for _, c := range sr.Contenders {
-		fmt.Fprintf(w, "%-7s %-*s %7d %4d %13.0f %9.0f %9.0f %13.2f %11.2f %12.0f\n",
-			fmt.Sprintf("%d B", sr.Size), nw, c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, c.RatioVsRaw, c.CPUMicrosPerRecord, c.PeakRSSMB)
+		vsRaw := "-" // raw-share did not run
+		if c.RatioVsRaw > 0 {
+			vsRaw = fmt.Sprintf("%.2f", c.RatioVsRaw)
+		}
+		fmt.Fprintf(w, "%-7s %-*s %7d %4d %13.0f %9.0f %9.0f %13s %11.2f %14.2f %12.0f\n",
+			fmt.Sprintf("%d B", sr.Size), nw, c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, vsRaw, c.CPUMicrosPerRecord, c.BrokerCPUMicrosPerRecord, c.PeakRSSMB)
 	}
-	var parts []string
+	var ofMedians, paired []string
 	for _, rp := range ratioPairs {
-		parts = append(parts, fmt.Sprintf("%s %.2f", rp.key(), sr.Ratios[rp.key()]))
+		if r, ok := sr.Ratios[rp.key()]; ok {
+			ofMedians = append(ofMedians, fmt.Sprintf("%s %.2f", rp.key(), r))
+			paired = append(paired, fmt.Sprintf("%s %.2f", rp.key(), sr.Paired[rp.key()]))
+		}
 	}
-	fmt.Fprintf(w, "ratios of medians: %s\n", strings.Join(parts, ", "))
-	parts = parts[:0]
-	for _, rp := range ratioPairs {
-		parts = append(parts, fmt.Sprintf("%s %.2f", rp.key(), sr.Paired[rp.key()]))
+	if len(paired) > 0 {
+		fmt.Fprintf(w, "ratios of medians: %s\n", strings.Join(ofMedians, ", "))
+		fmt.Fprintf(w, "medians of paired per-run ratios: %s\n", strings.Join(paired, ", "))
 	}
-	fmt.Fprintf(w, "medians of paired per-run ratios: %s\n", strings.Join(parts, ", "))
 	for _, v := range sr.Variants {
 		fmt.Fprintf(w, "%s/%s: %.2f paired (%.2f of the medians)\n", v.Variant, v.Base, v.Paired, v.OfMedians)
 	}
@@ -660,7 +685,9 @@ func brokerGoals(br brokerResult, workers int) []goal {
 			{"relay-alo/copier", "relay-alo/copier", 0.9},
 			{"relay-eos/copier", "relay-eos/copier", 0.8},
 		} {
-			add(atLeast(goal{What: fmt.Sprintf("%d B %s", sr.Size, g.what), Value: sr.Paired[g.key], OfMedians: sr.Ratios[g.key]}, g.target))
+			if v, ok := sr.Paired[g.key]; ok { // both contenders ran
+				add(atLeast(goal{What: fmt.Sprintf("%d B %s", sr.Size, g.what), Value: v, OfMedians: sr.Ratios[g.key]}, g.target))
+			}
 		}
 		if g, ok := bestVariantGoal(sr.Contenders, relayEOS.name); ok {
 			g.What = fmt.Sprintf("%d B %s", sr.Size, g.What)
@@ -766,21 +793,25 @@ func printLatency(w io.Writer, setting string, res results) {
 }
 
 // printSummary prints the exactly-once / at-least-once line of a broker
-// setting and returns the ratio: the geometric mean over the sizes.
+// setting and returns the ratio: the geometric mean over the sizes (0,
+// and nothing printed, when the relay did not run in both modes).
 func printSummary(w io.Writer, setting string, srs []sizeResult) float64 {
-	if len(srs) == 0 {
-		return 0
-	}
 	logSum := 0.0
 	var per []string
 	for _, sr := range srs {
-		r := sr.Ratios["relay-eos/relay-alo"]
+		r, ok := sr.Ratios["relay-eos/relay-alo"]
+		if !ok || r <= 0 {
+			continue
+		}
 		logSum += math.Log(r)
 		per = append(per, fmt.Sprintf("%d B: %.2f", sr.Size, r))
 	}
-	g := math.Exp(logSum / float64(len(srs)))
+	if len(per) == 0 {
+		return 0
+	}
+	g := math.Exp(logSum / float64(len(per)))
 	fmt.Fprintln(w)
-	if len(srs) == 1 {
+	if len(per) == 1 {
 		fmt.Fprintf(w, "exactly-once / at-least-once = %.2f; broker: %s\n", g, setting)
 	} else {
 		fmt.Fprintf(w, "exactly-once / at-least-once = %.2f (geometric mean of %s); broker: %s\n", g, strings.Join(per, ", "), setting)

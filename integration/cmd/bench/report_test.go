@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -351,5 +352,84 @@ func TestRelayProcessIsScrapedOftenOnlyNearTheEndsOfTheRun(t *testing.T) {
 		if got := scrapeInterval(1_000_000, tc.accepted, tc.sinceFirst); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
+	}
+}
+
+// The brokers' CPU a record is the median of the runs' and sits in the
+// throughput table beside the contender's own, each in its column.
+func TestBrokerCPUPerRecordIsPrintedBesideTheContenders(t *testing.T) {
+	run := func(i int, cpu, broker float64) runResult {
+		return runResult{Run: i, Workers: 2, RecPerSec: 100, CPUMicrosPerRecord: cpu, BrokerCPUMicrosPerRecord: broker}
+	}
+	runs := map[string][]runResult{
+		relayEOS.name:   {run(1, 2.5, 9.0), run(2, 2.7, 7.0), run(3, 2.6, 8.0)},
+		classicEOS.name: {run(1, 1.6, 4.5), run(2, 1.7, 4.1)},
+	}
+	b := &bench{opts: options{only: []string{relayEOS.name, classicEOS.name}}}
+	sr := sizeResult{Size: 200, Records: 1000}
+	summarizeSize(&sr, b.contenders(), runs)
+	if got := sr.Contenders[0].BrokerCPUMicrosPerRecord; got != 8 {
+		t.Fatalf("relay-eos broker CPU median of 9, 7, 8 = %v, want 8", got)
+	}
+	var out strings.Builder
+	printSize(&out, "stock", sr)
+	lines := strings.Split(out.String(), "\n")
+	header := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "broker µs/rec") })
+	if header < 0 {
+		t.Fatalf("printed:\n%s\nwant a broker µs/rec column", out.String())
+	}
+	for _, row := range []struct{ name, cpu, broker string }{{"relay-eos ", "2.60", "8.00"}, {"classic-eos ", "1.65", "4.30"}} {
+		if !slices.ContainsFunc(lines, func(l string) bool {
+			f := strings.Fields(l)
+			return strings.HasPrefix(l, "200 B   "+row.name) && len(f) >= 3 && f[len(f)-3] == row.cpu && f[len(f)-2] == row.broker
+		}) {
+			t.Errorf("printed:\n%s\nwant a row of %s with %s µs/rec CPU then %s broker µs/rec", out.String(), row.name, row.cpu, row.broker)
+		}
+	}
+}
+
+// A bench of some contenders (-contenders) prints and checks the ratios
+// of those that ran, not a 0 for every pair with one that did not.
+func TestRatiosOfContendersThatDidNotRunAreLeftOut(t *testing.T) {
+	run := func(i int, rate float64) runResult {
+		return runResult{Run: i, Workers: 2, RecPerSec: rate, CPUMicrosPerRecord: 2, BrokerCPUMicrosPerRecord: 5}
+	}
+	runs := map[string][]runResult{
+		relayEOS.name: {run(1, 80), run(2, 90)},
+		relayALO.name: {run(1, 100), run(2, 100)},
+		copier.name:   {run(1, 200), run(2, 200)},
+	}
+	b := &bench{opts: options{only: []string{copier.name, relayALO.name, relayEOS.name}}}
+	sr := sizeResult{Size: 200, Records: 1000}
+	summarizeSize(&sr, b.contenders(), runs)
+	if _, ok := sr.Paired["relay-eos/classic-eos"]; ok {
+		t.Fatalf("paired ratios %v: relay-eos/classic-eos without classic-eos", sr.Paired)
+	}
+	if got := sr.Paired["relay-eos/relay-alo"]; math.Abs(got-0.85) > 1e-9 {
+		t.Fatalf("relay-eos/relay-alo paired = %v, want 0.85", got)
+	}
+	var out strings.Builder
+	printSize(&out, "stock", sr)
+	s := out.String()
+	for _, absent := range []string{"classic-eos", "raw-share", "copier-strict", " 0.00"} {
+		if strings.Contains(s, absent) {
+			t.Errorf("printed:\n%s\nwant no %q", s, absent)
+		}
+	}
+	if !strings.Contains(s, "relay-eos/relay-alo 0.85") {
+		t.Errorf("printed:\n%s\nwant relay-eos/relay-alo 0.85", s)
+	}
+	gs := brokerGoals(brokerResult{Setting: "stock", Throughput: []sizeResult{sr}}, 2)
+	var whats []string
+	for _, g := range gs {
+		whats = append(whats, g.What)
+	}
+	want := []string{"200 B relay-eos/relay-alo", "200 B relay-alo/copier", "200 B relay-eos/copier"}
+	if !slices.Equal(whats, want) {
+		t.Fatalf("goals %q, want %q (none of classic-eos, which did not run)", whats, want)
+	}
+	var sum strings.Builder
+	if g := printSummary(&sum, "stock", []sizeResult{{Size: 1024, Ratios: map[string]float64{}}}); g != 0 || sum.Len() != 0 {
+		t.Fatalf("summary without relay-alo = %v, printed %q; want 0 and nothing", g, sum.String())
 	}
 }

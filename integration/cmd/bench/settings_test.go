@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/integration/kafkatest"
@@ -105,6 +108,81 @@ func TestBadRelayVariantsFailBeforeABrokerStarts(t *testing.T) {
 	} {
 		if _, err := parseFlags(tc.flags); err == nil || !strings.Contains(err.Error(), "-relay-variants") {
 			t.Errorf("%q: %v, want an error naming -relay-variants", tc.flags, err)
+		}
+	}
+}
+
+func TestNodesIsOneBrokerOrAThreeNodeCluster(t *testing.T) {
+	t.Setenv(kafkatest.EnvBootstrap, "")
+	if o, err := parseFlags(nil); err != nil || o.nodes != 1 {
+		t.Fatalf("default -nodes = %d, %v; want 1 (one broker)", o.nodes, err)
+	}
+	if o, err := parseFlags([]string{"-nodes", "3"}); err != nil || o.nodes != 3 {
+		t.Fatalf("-nodes 3 = %d, %v; want 3", o.nodes, err)
+	}
+	for _, bad := range []string{"0", "2", "4", "-1"} {
+		if _, err := parseFlags([]string{"-nodes", bad}); err == nil || !strings.Contains(err.Error(), "-nodes") {
+			t.Errorf("-nodes %s: %v, want an error naming the flag", bad, err)
+		}
+	}
+}
+
+func TestAnExternalClusterTakesNoNodeCount(t *testing.T) {
+	t.Setenv(kafkatest.EnvBootstrap, "127.0.0.1:9092")
+	if o, err := parseFlags(nil); err != nil || o.nodes != 1 {
+		t.Fatalf("the default on an external cluster: %d, %v; want 1 and no error", o.nodes, err)
+	}
+	_, err := parseFlags([]string{"-nodes", "3"})
+	if err == nil || !strings.Contains(err.Error(), "-nodes") || !strings.Contains(err.Error(), kafkatest.EnvBootstrap) {
+		t.Fatalf("-nodes 3 on an external cluster: %v, want an error naming the flag and %s", err, kafkatest.EnvBootstrap)
+	}
+}
+
+// A three-node bench's topics are replicated as kafkatest's cluster
+// replicates its internal ones, and every label and the JSON say so; a
+// one-node bench's labels are as they were.
+func TestAThreeNodeBenchSaysSoInItsLabelsAndJSON(t *testing.T) {
+	t.Setenv(kafkatest.EnvBootstrap, "")
+	rf, minISR := replication(3)
+	if want := kafkatest.ReplicatedProperties(3); strconv.Itoa(rf) != want["default.replication.factor"] || strconv.Itoa(minISR) != want["min.insync.replicas"] {
+		t.Fatalf("replication(3) = RF %d, min ISR %d; want the cluster's defaults %s and %s", rf, minISR, want["default.replication.factor"], want["min.insync.replicas"])
+	}
+	if rf, minISR := replication(1); rf != 1 || minISR != 1 {
+		t.Fatalf("replication(1) = RF %d, min ISR %d; want 1 and 1", rf, minISR)
+	}
+	limits := limitsLabel(true, 0, 4000)
+	if got, want := nodesLabel(3, limits), "3 nodes, RF 3, min.insync.replicas 2; Kafka's default share-group limits (4,000 record locks a partition)"; got != want {
+		t.Fatalf("nodesLabel(3) = %q, want %q", got, want)
+	}
+	if got := nodesLabel(1, limits); got != limits {
+		t.Fatalf("nodesLabel(1) = %q, want the limits alone, %q", got, limits)
+	}
+
+	o, err := parseFlags([]string{"-nodes", "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		external bool
+		want     []string
+		wantNot  []string
+	}{
+		{false, []string{`"nodes": 3`, `"replication_factor": 3`, `"min_insync_replicas": 2`}, nil},
+		{true, nil, []string{`"nodes"`, `"replication_factor"`, `"min_insync_replicas"`}},
+	} {
+		data, err := json.MarshalIndent(newResults(o, time.Now(), tc.external), "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(data), w) {
+				t.Errorf("external %v: JSON\n%s\nwant %s", tc.external, data, w)
+			}
+		}
+		for _, w := range tc.wantNot {
+			if strings.Contains(string(data), w) {
+				t.Errorf("external %v: JSON\n%s\nwant no %s (the cluster's own shape is unknown)", tc.external, data, w)
+			}
 		}
 	}
 }

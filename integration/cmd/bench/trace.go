@@ -58,19 +58,20 @@ type traceCollector struct {
 	batches      int64
 	batchSeconds float64
 	txns         int64
-	// CPU used during the run by the local broker's JVM and by this
-	// process (which runs the relay and the other contenders).
+	// CPU used during the run by the local broker's JVMs (every node's
+	// summed) and by this process (which runs the relay and the other
+	// contenders).
 	brokerCPU, selfCPU, jit time.Duration
 	records                 int // of the run, for the CPU per record
-	brokerPid               int
+	brokerPids              []int
 	brokerCPU0, selfCPU0    time.Duration
 	// idle0/all0 and idle/all are the machine's idle and total CPU
 	// ticks (/proc/stat) at the start and during the run: a machine
 	// without idle time is CPU-bound, and the contenders' rates are
 	// then the inverse of their CPU per record.
 	idle0, all0, idle, all int64
-	// threads0 and threads are the broker's CPU by thread group at the
-	// start, and used during the run.
+	// threads0 and threads are the broker's CPU by thread group (every
+	// node's summed) at the start, and used during the run.
 	threads0, threads map[string]time.Duration
 	// produced sums the record batches written, by topic kind ("ledger"
 	// for the claim ledger, "data" for the rest): how many, their records, and
@@ -89,14 +90,14 @@ func newTraceCollector(enabled bool, records int) *traceCollector {
 		produced: make(map[string]*batchStats)}
 }
 
-// startCPU notes the CPU times of the broker process brokerPid (0: not
-// local) and of this process; stopCPU takes the difference.
-func (tc *traceCollector) startCPU(brokerPid int) {
+// startCPU notes the CPU times of the broker processes brokerPids (none:
+// not local) and of this process; stopCPU takes the difference.
+func (tc *traceCollector) startCPU(brokerPids []int) {
 	if !tc.enabled {
 		return
 	}
-	tc.brokerPid = brokerPid
-	tc.brokerCPU0, tc.selfCPU0, tc.threads0 = procCPU(brokerPid), selfCPU(), threadCPU(brokerPid)
+	tc.brokerPids = brokerPids
+	tc.brokerCPU0, tc.selfCPU0, tc.threads0 = procsCPU(brokerPids), selfCPU(), threadCPU(brokerPids)
 	tc.idle0, tc.all0 = machineCPU()
 }
 
@@ -104,8 +105,8 @@ func (tc *traceCollector) stopCPU() {
 	if !tc.enabled {
 		return
 	}
-	tc.brokerCPU, tc.selfCPU = procCPU(tc.brokerPid)-tc.brokerCPU0, selfCPU()-tc.selfCPU0
-	tc.threads = threadCPU(tc.brokerPid)
+	tc.brokerCPU, tc.selfCPU = procsCPU(tc.brokerPids)-tc.brokerCPU0, selfCPU()-tc.selfCPU0
+	tc.threads = threadCPU(tc.brokerPids)
 	for name, d := range tc.threads0 {
 		tc.threads[name] -= d
 	}
@@ -175,20 +176,43 @@ func procCPU(pid int, task ...string) time.Duration {
 
 func selfCPU() time.Duration { return procCPU(os.Getpid()) }
 
-// threadCPU returns the CPU time each group of process pid's threads has
-// used, by thread name (/proc/<pid>/task/*/comm, which Linux cuts to 15
-// bytes) with digits folded to "N": the JVM names its threads by job
-// ("data-plane-kafk" request handlers, "TxnMarkerSende", "C2 CompilerThre",
-// …), so the groups tell where a broker's CPU goes without a profiler.
-func threadCPU(pid int) map[string]time.Duration {
-	if pid <= 0 {
-		return nil
+// procsCPU returns the user+system CPU time of the processes pids
+// together: a local cluster's nodes.
+func procsCPU(pids []int) time.Duration {
+	var sum time.Duration
+	for _, pid := range pids {
+		sum += procCPU(pid)
 	}
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil {
+	return sum
+}
+
+// threadCPU returns the CPU time each group of the processes pids'
+// threads has used, by thread name (/proc/<pid>/task/*/comm, which Linux
+// cuts to 15 bytes) with digits folded to "N", the processes' groups of
+// one name summed: the JVM names its threads by job ("data-plane-kafk"
+// request handlers, "TxnMarkerSende", "C2 CompilerThre", …), so the
+// groups tell where a broker's CPU goes without a profiler.
+func threadCPU(pids []int) map[string]time.Duration {
+	if len(pids) == 0 {
 		return nil
 	}
 	out := make(map[string]time.Duration)
+	for _, pid := range pids {
+		addThreadCPU(out, pid)
+	}
+	return out
+}
+
+// addThreadCPU adds the CPU time of process pid's threads to out, by
+// thread group (threadCPU).
+func addThreadCPU(out map[string]time.Duration, pid int) {
+	if pid <= 0 {
+		return
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return
+	}
 	for _, t := range tasks {
 		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/comm", pid, t.Name()))
 		if err != nil {
@@ -202,16 +226,15 @@ func threadCPU(pid int) map[string]time.Duration {
 		}, strings.TrimSpace(string(comm)))
 		out[name] += procCPU(pid, t.Name())
 	}
-	return out
 }
 
-// jitCPU returns the CPU time the JVM pid's JIT compiler threads (named
+// jitCPU returns the CPU time the JVMs pids' JIT compiler threads (named
 // "C1 CompilerThre…" and "C2 CompilerThre…" by HotSpot) have used, or 0.
 // A broker still compiling its hot paths spends a large share of a
 // 2-core machine on it: measured throughput is then the JIT's, not the
 // contender's.
-func jitCPU(pid int) time.Duration {
-	return jitOf(threadCPU(pid))
+func jitCPU(pids []int) time.Duration {
+	return jitOf(threadCPU(pids))
 }
 
 func jitOf(threads map[string]time.Duration) time.Duration {
@@ -313,7 +336,7 @@ func (tc *traceCollector) print(name string) {
 		}
 		fmt.Fprintln(os.Stderr)
 	}
-	if tc.brokerPid > 0 || tc.selfCPU > 0 {
+	if len(tc.brokerPids) > 0 || tc.selfCPU > 0 {
 		fmt.Fprintf(os.Stderr, "    trace %s cpu (whole run): broker %s (of it JIT compiling %s), bench process %s", name,
 			tc.brokerCPU.Round(10*time.Millisecond), tc.jit.Round(10*time.Millisecond), tc.selfCPU.Round(10*time.Millisecond))
 		if tc.records > 0 {
