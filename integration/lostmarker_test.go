@@ -37,21 +37,44 @@ import (
 //
 // Without the check at the end of a transaction (failpoint) each subtest
 // must see the loss or the duplicates; with it, exactly once.
+//
+// The committed span's records are written again around the abort, and
+// the crash cases kill the relay between the two steps
+// (failpoint.LostMarkerRepair), then run a new one: with the rewrite
+// forced after the abort (failpoint.RestoreAside), the committed records
+// are lost; with the rewrite committed first through the worker's other
+// producer (or, with one lane, a producer made for it), the new
+// instance's fencing aborts the span and every record is there once.
 func TestRealBrokerATransactionThatContinuesALostMarkersSpanEndsAsTheEarlierOne(t *testing.T) {
 	c := startTwoNodes(t)
 	for _, tc := range []struct {
 		name      string
 		committed bool // the earlier transaction's outcome
 		endCheck  bool
+		// crash are failpoints that kill the relay between the two
+		// steps of writing the committed span's records again (see
+		// failpoint.LostMarkerRepair); lose: that crash must lose
+		// records, else nothing may be lost.
+		crash string
+		lose  bool
+		// oneLane: batch.background_commit: false, one producer a
+		// worker.
+		oneLane bool
 	}{
-		{"a committed span aborted with the next transaction loses records without the check", true, false},
-		{"a committed span aborted with the next transaction is written again", true, true},
-		{"an aborted span committed with the next transaction duplicates records without the check", false, false},
-		{"an aborted span makes the next transaction abort", false, true},
+		{name: "a committed span aborted with the next transaction loses records without the check", committed: true},
+		{name: "a committed span aborted with the next transaction is written again", committed: true, endCheck: true},
+		{name: "an aborted span committed with the next transaction duplicates records without the check"},
+		{name: "an aborted span makes the next transaction abort", endCheck: true},
+		{name: "a crash between the abort and writing a committed span again loses its records", committed: true, endCheck: true,
+			crash: failpoint.RestoreAside + "=error;" + failpoint.LostMarkerRepair + "=kill", lose: true},
+		{name: "a crash between writing a committed span again and the abort loses nothing", committed: true, endCheck: true,
+			crash: failpoint.LostMarkerRepair + "=kill"},
+		{name: "with one producer, a crash between writing a committed span again and the abort loses nothing", committed: true, endCheck: true,
+			crash: failpoint.LostMarkerRepair + "=kill", oneLane: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPipe(t, c.seeds, harness.PipelineOptions{Partitions: 1, Workers: 1, OnBroker: 1, OutputOnBroker: 2,
-				MaxRecords: 500, TxnTimeout: time.Minute, RenewLocks: true,
+				MaxRecords: 500, TxnTimeout: time.Minute, RenewLocks: true, ForegroundCommit: tc.oneLane,
 				GroupConfigs: map[string]string{"share.record.lock.duration.ms": "60000"}})
 			createLedger(t, c.seeds, p, 1)
 
@@ -68,6 +91,9 @@ func TestRealBrokerATransactionThatContinuesALostMarkersSpanEndsAsTheEarlierOne(
 			}
 			if !tc.endCheck {
 				fps = append(fps, failpoint.SkipEndSpanCheck+"=error")
+			}
+			if tc.crash != "" {
+				fps = append(fps, tc.crash)
 			}
 			r := startRelay(t, p, "r1", failpoint.EnvVar+"="+strings.Join(fps, ";"))
 
@@ -104,20 +130,27 @@ func TestRealBrokerATransactionThatContinuesALostMarkersSpanEndsAsTheEarlierOne(
 				// the span is closed (and, with the check, its
 				// records written again), a relay without
 				// failpoints writes them.
-				if tc.endCheck {
+				switch {
+				case tc.crash != "":
+					if code, err := r.Wait(2 * time.Minute); err != nil || code != 128+int(syscall.SIGKILL) {
+						t.Fatalf("relay r1: exit %d, %v; want killed by the failpoint", code, err)
+					}
+				case tc.endCheck:
 					waitLog(t, r, regexp.MustCompile("wrote again the committed records"), 2*time.Minute)
-				} else {
+				default:
 					waitNoOpenTxn(t, c.seeds, p.Output)
 				}
-				if err := r.Signal(syscall.SIGTERM); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := r.Wait(time.Minute); err != nil {
-					t.Fatal(err)
+				if tc.crash == "" {
+					if err := r.Signal(syscall.SIGTERM); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := r.Wait(time.Minute); err != nil {
+						t.Fatal(err)
+					}
 				}
 				startRelay(t, p, "r2")
 			}
-			if !tc.endCheck {
+			if !tc.endCheck || tc.lose {
 				waitFor(t, p, 2*time.Minute, "every record acknowledged", func(o outcome) bool { return o.Lag == 0 && len(o.Jobs.BySource) > 0 })
 				time.Sleep(3 * time.Second)
 				o, err := measure(t, p)
@@ -125,9 +158,9 @@ func TestRealBrokerATransactionThatContinuesALostMarkersSpanEndsAsTheEarlierOne(
 					t.Fatal(err)
 				}
 				lost, dups := missingOf(p, o, 150), len(o.Jobs.Duplicates())
-				t.Logf("without the end check: %v; lost %d", o, lost)
+				t.Logf("%s: %v; lost %d", tc.name, o, lost)
 				if tc.committed && lost == 0 {
-					t.Fatalf("no record lost without the end check (%v): the aborting transaction did not continue the committed span", o)
+					t.Fatalf("no record lost (%v): the aborting transaction did not continue the committed span, or the relay did not crash between the abort and the rewrite", o)
 				}
 				if !tc.committed && dups == 0 {
 					t.Fatalf("no duplicate without the end check (%v): the committing transaction did not continue the aborted span", o)
@@ -137,6 +170,9 @@ func TestRealBrokerATransactionThatContinuesALostMarkersSpanEndsAsTheEarlierOne(
 			o := settled(t, p, 150, 2*time.Minute)
 			exactlyOnce(t, o, 150, 0)
 			want := map[bool]string{true: "written again", false: "so that the earlier records stay aborted"}[tc.committed]
+			if tc.crash != "" {
+				want = "through the worker's other producer, before the abort"
+			}
 			if !strings.Contains(r.LogTail(1<<20), want) {
 				t.Fatalf("exactly once, but the relay's log does not say %q: the lost marker was not met this time", want)
 			}

@@ -64,8 +64,12 @@ type Metrics struct {
 	// transaction of the worker's producer id left open, by what the
 	// worker did: committed (the earlier one committed too), aborted
 	// (it did not), restored (an abort discarded committed records,
-	// written again), claims (an abort discarded committed claims),
-	// unknown (the earlier outcome is not known here).
+	// written again and committed through the worker's other producer
+	// before the abort), restored_after_abort (written again only after
+	// the abort, which a crash in between loses: the other producer
+	// could not commit them first), claims (an abort discarded
+	// committed claims), unknown (the earlier outcome is not known
+	// here).
 	LostMarkers *prometheus.CounterVec
 	// RetiredHanging is the number of partition spans left open by
 	// transactional ids this instance no longer uses (a lost marker).
@@ -159,7 +163,7 @@ func (m *Metrics) newWorkerCounters(f factory) {
 	m.ProducerResets = f.counter("producer_resets_total", "Transactional producers replaced after a fatal error (they could no longer begin or abort transactions).", "worker")
 	m.BrokerDisruptions = f.counter("broker_disruptions_total", "Requests of the worker's transactional producers that failed on the wire, and connections they could not open: a broker killed, restarted or cut off (its leaders and coordinators move to other nodes). The relay rides them out; a steady rate means a broker it cannot reach.", "worker")
 	m.HangingSpans = f.counter("hanging_transactions_total", "Checks that found a transaction of the worker's producer id open in a partition it writes after the broker lost its marker; the worker holds its records until an operator completes it (see docs/exactly-once.md).", "worker")
-	m.LostMarkers = f.counter("lost_markers_total", "Transactions that continued a span an earlier transaction of the worker's producer id left open after the broker lost its marker, by what the worker did: committed, aborted, restored, claims, unknown (see docs/exactly-once.md).", "worker", "repair")
+	m.LostMarkers = f.counter("lost_markers_total", "Transactions that continued a span an earlier transaction of the worker's producer id left open after the broker lost its marker, by what the worker did: committed, aborted, restored (written again before the abort), restored_after_abort, claims, unknown (see docs/exactly-once.md).", "worker", "repair")
 	m.ClaimConflicts = f.counter("claim_conflicts_total", "Records dropped from a transaction because an earlier claim committed them (exactly-once only).", "worker")
 }
 

@@ -128,7 +128,7 @@ func (w *worker) attempt(ctx context.Context, plans []plan, srcs []eos.Source, p
 	if err := failpoint.Hit(failpoint.BeforeCommit); err != nil {
 		return w.failed("failpoint", err, w.abort(tctx))
 	}
-	if !w.endCheck(tctx, true) {
+	if !w.commitCheck(tctx, w.cur.prod) {
 		// Written again once the abort closed the span.
 		return outcome{kind: unavailable, err: errors.Join(errLostMarker, w.abort(tctx)), txn: metrics.TxnAborted}
 	}
@@ -149,7 +149,7 @@ func (w *worker) readyLane(ctx, tctx context.Context) *outcome {
 		}
 		return &outcome{kind: notCommitted, err: err}
 	}
-	if err := w.checkSpans(tctx); err != nil {
+	if err := w.checkSpans(tctx, w.cur.prod); err != nil {
 		if errors.Is(err, txn.ErrFenced) {
 			return &outcome{kind: fenced, err: err}
 		}
@@ -345,12 +345,21 @@ func (w *worker) failed(stage string, err, aerr error) outcome {
 	return outcome{kind: unavailable, err: fmt.Errorf("%s: %w", stage, err), txn: metrics.TxnAborted}
 }
 
-// abort aborts the open transaction; when that fails the producer is
-// replaced before the next one. Committed records the abort discards with
-// a span a lost marker left open are written again (endCheck).
+// abort aborts the current lane's open transaction; when that fails the
+// producer is replaced before the next one. Committed records the abort
+// discards with a span a lost marker left open are written again first,
+// through the worker's other producer (abortCheck, restoreFirst).
 func (w *worker) abort(ctx context.Context) error {
-	w.endCheck(ctx, false)
-	if err := w.cur.prod.Abort(ctx); err != nil {
+	kept := len(w.restore)
+	if recs, spans := w.abortCheck(ctx, w.cur.prod); len(recs) > 0 {
+		w.restoreFirst(ctx, recs, spans)
+	}
+	err := w.cur.prod.Abort(ctx)
+	if len(w.restore) > kept {
+		// Not written again first: a crash here loses them.
+		_ = failpoint.Hit(failpoint.LostMarkerRepair)
+	}
+	if err != nil {
 		w.cur.stale = true
 		return err
 	}

@@ -78,7 +78,7 @@ func (d *disruptions) note() {
 // transaction that wrote through a connection opened after the previous
 // transaction ended may have written to a broker that restarted in
 // between, and could have lost that transaction's marker on the way
-// (see worker.endCheck); a failure alone is not always seen, since a
+// (see worker.commitCheck); a failure alone is not always seen, since a
 // connection the broker closed while idle fails no request.
 func (d *disruptions) changedAt() time.Time {
 	if d == nil {

@@ -137,12 +137,9 @@ func (w *worker) ensureProducer(ctx context.Context) error {
 	if !w.cur.stale {
 		return nil
 	}
-	w.cur.prod.Close()
 	for attempt := 0; ; attempt++ {
-		p, err := w.cur.newProducer(ctx)
+		err := w.cur.renew(ctx)
 		if err == nil {
-			p.Inherit(w.cur.prod)
-			w.cur.prod, w.cur.stale = p, false
 			w.m.ProducerResets.WithLabelValues(w.label).Inc()
 			w.log.Info("transactional producer replaced")
 			return nil
@@ -158,4 +155,58 @@ func (w *worker) ensureProducer(ctx context.Context) error {
 			return fmt.Errorf("worker %d: stopping without a transactional producer: %w", w.id, err)
 		}
 	}
+}
+
+// renew closes the lane's producer and replaces it with a new one of its
+// transactional id (one attempt), which takes over what the old one knew
+// of the spans its transactions wrote (txn.Producer.Inherit); the new
+// one's initialisation aborts whatever the old one left open.
+func (ln *lane) renew(ctx context.Context) error {
+	ln.prod.Close()
+	ln.stale = true // until a new one is in place
+	p, err := ln.newProducer(ctx)
+	if err != nil {
+		return err
+	}
+	p.Inherit(ln.prod)
+	ln.prod, ln.stale = p, false
+	return nil
+}
+
+// otherLane returns the lane on which to write again the committed records
+// the current lane's open transaction is about to discard with a span a
+// lost marker left open, while that transaction stays open
+// (restoreFirst): the spare lane once its background commit has ended,
+// its producer replaced if it must be; for a worker with one lane, a lane
+// made for the occasion with the transactional id its second lane would
+// have, which done closes. It makes one attempt at a new producer: the
+// open transaction runs against its timeout meanwhile.
+func (w *worker) otherLane(ctx context.Context) (ln *lane, done func(), err error) {
+	if w.spare == nil {
+		if w.newAside == nil {
+			return nil, nil, errors.New("the worker has no second producer")
+		}
+		p, err := w.newAside(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("creating a second producer: %w", err)
+		}
+		return &lane{prod: p}, p.Close, nil
+	}
+	ln = w.spare
+	stale := ln.stale
+	if ln.committing != nil {
+		r := <-ln.committing
+		ln.committing <- r // the worker takes it when it next switches to the lane (awaitCommit)
+		if r.out.kind == fenced {
+			return nil, nil, fmt.Errorf("the spare producer's last commit: %w", r.out.err)
+		}
+		stale = stale || r.out.stale
+	}
+	if stale {
+		if err := ln.renew(ctx); err != nil {
+			return nil, nil, fmt.Errorf("replacing the spare producer: %w", err)
+		}
+		w.m.ProducerResets.WithLabelValues(w.label).Inc()
+	}
+	return ln, func() {}, nil
 }

@@ -31,18 +31,41 @@ import (
 //     outcome the worker may not know (a new process); it holds its
 //     records and reports a hanging transaction, which an operator
 //     completes.
-//   - before it ends (endCheck), when its producers opened a connection
-//     or met a failure since the last check: the disruption can come to
-//     light only while this transaction writes (a restarted broker is
-//     reached through a new connection, and a closed idle connection
-//     fails no request), after checkSpans found nothing. A partition
+//   - before it ends (commitCheck, abortCheck), when its producers
+//     opened a connection or met a failure since the last check: the
+//     disruption can come to light only while this transaction writes
+//     (a restarted broker is reached through a new connection, and a
+//     closed idle connection fails no request), after checkSpans found
+//     nothing. A partition
 //     where the span began before this transaction's first record was
 //     continued from an earlier transaction of the producer id, whose
 //     outcome the producer remembers (txn.Producer.Last). A commit goes
 //     ahead only when each such earlier transaction committed (the
 //     commit then writes its lost marker); otherwise the transaction is
 //     aborted, and the committed records its abort discards are written
-//     again in a new transaction (restoreLost).
+//     again.
+//
+// Those records are written again before the abort, not after it
+// (restoreFirst): read back from the partition, written in a transaction
+// of the worker's other producer and committed; only then is the span
+// aborted. After the abort, a crash before the rewrite would lose them:
+// the broker lost their marker, and the process would hold the only
+// copy. Before it, a crash between the rewrite's commit and the abort
+// leaves the continuing transaction open, and a transaction whose commit
+// was never asked can only end aborted: the restarted instance's new
+// producer fences it (InitProducerId aborts the id's open transaction),
+// or the coordinator aborts it at its timeout. That abort marker decides
+// the whole span, the earlier records included, so the originals stay
+// aborted beside their committed copies: none lost, none twice. Should
+// that marker be lost in turn, the span hangs, checkSpans holds it, and
+// it is completed with the coordinator's decision for the span's last
+// transaction (the epoch DescribeProducers shows): an abort. What this
+// cannot cover is a crash while the continuing transaction is open and
+// the copies are not committed yet (from its first write into the span
+// to the rewrite's commit): its abort by fencing discards the earlier
+// records before any copy exists. When the other producer cannot commit
+// the copies first, they are written after the abort (restoreLost), and
+// the log says that a crash before then loses them.
 
 // errHangingSpan: a transaction of the worker's producer id is still open
 // in a partition it writes although the producer has no transaction open:
@@ -67,7 +90,7 @@ func (s openSpan) String() string {
 	return fmt.Sprintf("%s[%d]@%d(epoch %d)", s.tp.Topic, s.tp.Partition, s.start, s.epoch)
 }
 
-// checkSpans makes sure, when the producer is unchecked (txn.Producer.Unchecked),
+// checkSpans makes sure, when prod is unchecked (txn.Producer.Unchecked),
 // that no transaction of its producer id is open in a partition the
 // worker writes, before a new transaction begins there: a new transaction
 // would continue it (see Lost markers above). Instead the worker holds
@@ -79,30 +102,30 @@ func (s openSpan) String() string {
 // few seconds before they count. Partitions the principal may not
 // describe (DescribeProducers needs READ on the topic) are skipped, and
 // said once in the log.
-func (w *worker) checkSpans(ctx context.Context) error {
-	if !w.cur.prod.Unchecked(w.disrupt.changedAt()) || len(w.spans) == 0 {
+func (w *worker) checkSpans(ctx context.Context, prod *txn.Producer) error {
+	if !prod.Unchecked(w.disrupt.changedAt()) || len(w.spans) == 0 {
 		return nil
 	}
 	if failpoint.Hit(failpoint.SkipSpanCheck) != nil {
 		return nil
 	}
-	pid, _, err := w.cur.prod.ProducerID(ctx)
+	pid, _, err := prod.ProducerID(ctx)
 	if err != nil {
 		return err
 	}
-	adm := kadm.NewClient(w.cur.prod.Client())
+	adm := kadm.NewClient(prod.Client())
 	for attempt := 0; ; attempt++ {
 		open, err := w.openSpans(ctx, adm, pid)
 		if err != nil {
 			return err
 		}
 		if len(open) == 0 {
-			w.cur.prod.MarkChecked()
+			prod.MarkChecked()
 			return nil
 		}
 		if attempt == 3 {
 			w.m.HangingSpans.WithLabelValues(w.label).Inc()
-			w.log.Error("a transaction of this worker's producer id is open in a partition although the producer has none open: the broker lost its marker; holding the records until it is completed", "producer_id", pid, "partitions", open)
+			w.log.Error("a transaction of this worker's producer id is open in a partition although the producer has none open: the broker lost its marker; holding the records until it is completed", "transactional_id", prod.TransactionalID(), "producer_id", pid, "partitions", open)
 			return fmt.Errorf("%w: producer id %d in %v", errHangingSpan, pid, open)
 		}
 		if !wait.Sleep(ctx, time.Second) {
@@ -111,53 +134,70 @@ func (w *worker) checkSpans(ctx context.Context) error {
 	}
 }
 
-// endCheck looks, before the open transaction ends, for partitions where
-// it continued a span an earlier transaction of its producer id left open
-// (see Lost markers above), when the worker's producers opened a
-// connection or met a failure since the producer's last check. It returns
-// whether the transaction may end as intended: a commit only when every
-// earlier transaction it continued committed. Before an abort (commit
-// false) it queues, for restoreLost, the records of each committed earlier
-// transaction the abort discards. A check that cannot be made (the
-// cluster does not answer within a few seconds) lets the transaction end
-// as intended, and leaves the producer unchecked for checkSpans.
-func (w *worker) endCheck(ctx context.Context, commit bool) bool {
-	if !w.cur.prod.Unchecked(w.disrupt.changedAt()) || len(w.spans) == 0 {
-		return commit
-	}
-	if failpoint.Hit(failpoint.SkipEndSpanCheck) != nil {
-		return commit
-	}
-	if !commit {
-		// The offsets of records still in flight are not final.
-		if err := w.cur.prod.Drop(ctx); err != nil {
-			w.log.Warn("cannot check the transaction for a lost marker before its abort", "err", err)
-			return commit
-		}
-	}
-	pid, merged, ok := w.continuedSpans(ctx, commit)
+// commitCheck looks, before prod's open transaction commits, for
+// partitions where it continued a span an earlier transaction of its
+// producer id left open (see Lost markers above), when the worker's
+// producers opened a connection or met a failure since the producer's
+// last check. It returns whether the transaction may commit: only when
+// every earlier transaction it continued committed. A check that cannot
+// be made (the cluster does not answer within a few seconds) lets it
+// commit, and leaves the producer unchecked for checkSpans.
+func (w *worker) commitCheck(ctx context.Context, prod *txn.Producer) bool {
+	pid, merged, ok := w.continued(ctx, prod, true)
 	if !ok || len(merged) == 0 {
-		return commit
+		return true
 	}
-	w.cur.prod.MarkUnchecked() // the next transaction checks that the spans closed
-	if commit {
-		return w.mayCommitOver(pid, merged)
-	}
-	w.queueRestore(ctx, pid, merged)
-	return false
+	prod.MarkUnchecked() // the next transaction checks that the spans closed
+	return w.mayCommitOver(pid, merged)
 }
 
-// continuedSpans returns the partitions where the open transaction of
-// producer id pid continued a span an earlier transaction of the producer
-// id left open, with how that one ended. When there are none and no other
-// span is open, the producer is marked checked. ok is false when the check
-// cannot be made (the cluster does not answer within a few seconds).
-func (w *worker) continuedSpans(ctx context.Context, commit bool) (pid int64, merged []lostMarker, ok bool) {
-	pid, _, err := w.cur.prod.ProducerID(ctx)
+// abortCheck looks, before prod's open transaction aborts, for the spans
+// it continued as commitCheck does, and returns the records of each
+// committed earlier transaction that the abort discards with them, read
+// back from their partitions, and the number of spans they come from: the
+// caller writes them again. A check that cannot be made lets the
+// transaction abort with none returned.
+func (w *worker) abortCheck(ctx context.Context, prod *txn.Producer) ([]*kgo.Record, int) {
+	pid, merged, ok := w.continued(ctx, prod, false)
+	if !ok || len(merged) == 0 {
+		return nil, 0
+	}
+	prod.MarkUnchecked()
+	return w.toRestore(ctx, pid, merged)
+}
+
+// continued returns the partitions where prod's open transaction
+// continued a span an earlier transaction of its producer id left open
+// (continuedSpans), when prod is unchecked; ok is false when no check is
+// due or it cannot be made. Before an abort (commit false) the records
+// still in flight are dropped first: their offsets are not final.
+func (w *worker) continued(ctx context.Context, prod *txn.Producer, commit bool) (pid int64, merged []lostMarker, ok bool) {
+	if !prod.Unchecked(w.disrupt.changedAt()) || len(w.spans) == 0 {
+		return 0, nil, false
+	}
+	if failpoint.Hit(failpoint.SkipEndSpanCheck) != nil {
+		return 0, nil, false
+	}
+	if !commit {
+		if err := prod.Drop(ctx); err != nil {
+			w.log.Warn("cannot check the transaction for a lost marker before its abort", "err", err)
+			return 0, nil, false
+		}
+	}
+	return w.continuedSpans(ctx, prod, commit)
+}
+
+// continuedSpans returns the partitions where prod's open transaction
+// continued a span an earlier transaction of its producer id left open,
+// with how that one ended. When there are none and no other span is open,
+// the producer is marked checked. ok is false when the check cannot be
+// made (the cluster does not answer within a few seconds).
+func (w *worker) continuedSpans(ctx context.Context, prod *txn.Producer, commit bool) (pid int64, merged []lostMarker, ok bool) {
+	pid, _, err := prod.ProducerID(ctx)
 	if err != nil {
 		return 0, nil, false
 	}
-	adm := kadm.NewClient(w.cur.prod.Client())
+	adm := kadm.NewClient(prod.Client())
 	var open []openSpan
 	for attempt := 0; ; attempt++ {
 		if open, err = w.openSpans(ctx, adm, pid); err == nil {
@@ -168,7 +208,7 @@ func (w *worker) continuedSpans(ctx context.Context, commit bool) (pid int64, me
 			return 0, nil, false
 		}
 	}
-	firsts := w.cur.prod.OpenFirsts()
+	firsts := prod.OpenFirsts()
 	others := false
 	for _, s := range open {
 		first, wrote := firsts[s.tp]
@@ -177,14 +217,14 @@ func (w *worker) continuedSpans(ctx context.Context, commit bool) (pid int64, me
 			others = true // left open, not continued: checkSpans holds it
 		case s.start < first:
 			lm := lostMarker{span: s, first: first, outcome: txn.Unknown}
-			if last, ok := w.cur.prod.Last(s.tp); ok && last.First == s.start {
+			if last, ok := prod.Last(s.tp); ok && last.First == s.start {
 				lm.outcome = last.Outcome
 			}
 			merged = append(merged, lm)
 		}
 	}
 	if len(merged) == 0 && !others {
-		w.cur.prod.MarkChecked()
+		prod.MarkChecked()
 	}
 	return pid, merged, true
 }
@@ -203,23 +243,24 @@ func (w *worker) mayCommitOver(pid int64, merged []lostMarker) bool {
 	return true
 }
 
-// queueRestore queues, for restoreLost, the records of each committed
-// earlier transaction that the abort of the open one discards with the
-// spans of merged; records it cannot read back, claims and transactions
-// of unknown outcome are aborted with it (said in the log).
-func (w *worker) queueRestore(ctx context.Context, pid int64, merged []lostMarker) {
+// toRestore returns the records of each committed earlier transaction
+// that the abort of the open one discards with the spans of merged, read
+// back, and the number of spans they come from; records it cannot read
+// back, claims and transactions of unknown outcome are aborted with it
+// (said in the log).
+func (w *worker) toRestore(ctx context.Context, pid int64, merged []lostMarker) (recs []*kgo.Record, spans int) {
 	for _, lm := range merged {
 		switch {
 		case lm.outcome == txn.Committed && slices.Contains(w.writes, lm.span.tp.Topic):
-			recs, err := w.readSpan(ctx, pid, lm.span.tp, lm.span.start, lm.first)
+			got, err := w.readSpan(ctx, pid, lm.span.tp, lm.span.start, lm.first)
 			if err != nil {
 				w.m.LostMarkers.WithLabelValues(w.label, "unknown").Inc()
 				w.log.Error("aborting a transaction that continues a span an earlier committed transaction of its producer id left open (a lost marker), and its records there cannot be read to write them again: they are aborted with it", "producer_id", pid, "span", lm, "err", err)
 				continue
 			}
-			w.restore = append(w.restore, recs...)
-			w.m.LostMarkers.WithLabelValues(w.label, "restored").Inc()
-			w.log.Error("aborting a transaction that continues a span an earlier committed transaction of its producer id left open (a lost marker): its records there are written again", "producer_id", pid, "span", lm, "records", len(recs))
+			recs = append(recs, got...)
+			spans++
+			w.log.Error("aborting a transaction that continues a span an earlier committed transaction of its producer id left open (a lost marker): its records there are written again", "producer_id", pid, "span", lm, "records", len(got))
 		case lm.outcome == txn.Committed:
 			// A claim of the ledger: its records were accepted, and
 			// are not delivered again.
@@ -230,6 +271,7 @@ func (w *worker) queueRestore(ctx context.Context, pid int64, merged []lostMarke
 			w.log.Error("aborting a transaction that continues a span left open by an earlier transaction of its producer id whose outcome this process does not know (a lost marker): its records there are aborted with it", "producer_id", pid, "span", lm)
 		}
 	}
+	return recs, spans
 }
 
 // lostMarker is a partition where the open transaction continued the
@@ -282,39 +324,111 @@ func (w *worker) readSpan(ctx context.Context, pid int64, tp txn.Partition, from
 	return out, nil
 }
 
-// restoreLost writes again, in a transaction of their own, the committed
-// records an abort discarded with a span they shared (endCheck). They
-// are kept until that transaction commits. A crash before it commits
-// loses them: the broker lost a marker, and the process its only copy.
+// restoreFirst writes recs — committed records the current lane's open
+// transaction is about to discard with the spans a lost marker left open,
+// from that many spans — again before that transaction aborts, in a
+// transaction of the worker's other producer that commits first (see Lost
+// markers above). When that cannot be done, they are kept for restoreLost,
+// which writes them after the abort: a crash before it loses them.
+func (w *worker) restoreFirst(ctx context.Context, recs []*kgo.Record, spans int) {
+	if err := w.restoreAside(ctx, recs); err != nil {
+		w.restore = append(w.restore, recs...)
+		w.m.LostMarkers.WithLabelValues(w.label, "restored_after_abort").Add(float64(spans))
+		w.log.Error("cannot write again, before the abort that discards them with a span a lost marker left open, committed records through the worker's other producer: they are written after the abort, and a crash before that loses them", "records", len(recs), "err", err)
+		return
+	}
+	w.m.LostMarkers.WithLabelValues(w.label, "restored").Add(float64(spans))
+	w.log.Warn("wrote again the committed records the abort discards with a span a lost marker left open, through the worker's other producer, before the abort", "records", len(recs))
+	// A crash here leaves the continuing transaction open: fencing or
+	// its timeout aborts it, as the worker is about to.
+	_ = failpoint.Hit(failpoint.LostMarkerRepair)
+}
+
+// restoreAside writes recs in a transaction of the worker's other lane
+// (otherLane) and commits it, once the lane's producer id is checked for
+// a span of its own left open (checkSpans). It returns an error when they
+// may not be committed.
+func (w *worker) restoreAside(ctx context.Context, recs []*kgo.Record) error {
+	if err := failpoint.Hit(failpoint.RestoreAside); err != nil {
+		return err
+	}
+	ln, done, err := w.otherLane(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := w.checkSpans(ctx, ln.prod); err != nil {
+		return fmt.Errorf("checking %s for a transaction left open: %w", ln.prod.TransactionalID(), err)
+	}
+	return w.writeAgain(ctx, ln, recs)
+}
+
+// restoreLost writes again, in a transaction of the current lane, the
+// committed records an abort discarded with a span they shared, which
+// could not be written again before it (restoreFirst). They are kept until
+// that transaction commits. A crash before it commits loses them: the
+// broker lost a marker, and the process its only copy.
 func (w *worker) restoreLost(ctx context.Context) error {
 	if len(w.restore) == 0 {
 		return nil
 	}
-	if err := w.cur.prod.Begin(); err != nil {
-		w.cur.stale = true
+	if err := w.writeAgain(ctx, w.cur, w.restore); err != nil {
 		return fmt.Errorf("restoring records a lost marker discarded: %w", err)
-	}
-	for _, r := range w.restore {
-		r.Context = nil // an earlier attempt's context would fail this one at once
-	}
-	if err := w.cur.prod.Produce(ctx, w.restore...); err != nil {
-		return errors.Join(fmt.Errorf("restoring records a lost marker discarded: %w", err), w.abort(ctx))
-	}
-	if !w.endCheck(ctx, true) {
-		return errors.Join(fmt.Errorf("restoring records a lost marker discarded: %w", errLostMarker), w.abort(ctx))
-	}
-	result, err := w.cur.prod.Commit(ctx)
-	if result != txn.Committed {
-		// Unknown: written again if it did not commit; a duplicate if
-		// it did. The ledger holds no claim for these records.
-		w.cur.stale = true
-		return fmt.Errorf("restoring records a lost marker discarded: commit %v: %w", result, err)
 	}
 	w.log.Warn("wrote again the committed records a lost marker's abort discarded", "records", len(w.restore))
 	for i := range w.restore {
 		w.restore[i] = nil
 	}
 	w.restore = w.restore[:0]
+	return nil
+}
+
+// writeAgain writes recs, committed records a lost marker's abort
+// discards, in a transaction of ln's producer and commits it, if its own
+// end check allows (commitCheck). These records have no claim in the
+// ledger: a commit whose answer is lost (Unknown) cannot be resolved, and
+// is taken as not committed — they are written again, a duplicate if it
+// did commit.
+func (w *worker) writeAgain(ctx context.Context, ln *lane, recs []*kgo.Record) error {
+	abort := func(ctx context.Context) error { return w.abortAside(ctx, ln) }
+	if ln == w.cur {
+		abort = w.abort
+	}
+	if err := ln.prod.Begin(); err != nil {
+		ln.stale = true
+		return err
+	}
+	for _, r := range recs {
+		r.Context = nil // an earlier attempt's context would fail this one at once
+	}
+	if err := ln.prod.Produce(ctx, recs...); err != nil {
+		return errors.Join(err, abort(ctx))
+	}
+	if !w.commitCheck(ctx, ln.prod) {
+		return errors.Join(errLostMarker, abort(ctx))
+	}
+	result, err := ln.prod.Commit(ctx)
+	if result != txn.Committed {
+		ln.stale = true
+		return fmt.Errorf("commit %v: %w", result, err)
+	}
+	return nil
+}
+
+// abortAside aborts the open transaction of ln, a lane writing records
+// again before the current lane's abort (restoreAside). Committed records
+// its own abort discards with a span of its producer id a lost marker
+// left open are kept for restoreLost: writing them first would need a
+// third producer.
+func (w *worker) abortAside(ctx context.Context, ln *lane) error {
+	if recs, spans := w.abortCheck(ctx, ln.prod); len(recs) > 0 {
+		w.restore = append(w.restore, recs...)
+		w.m.LostMarkers.WithLabelValues(w.label, "restored_after_abort").Add(float64(spans))
+	}
+	if err := ln.prod.Abort(ctx); err != nil {
+		ln.stale = true
+		return err
+	}
 	return nil
 }
 

@@ -22,7 +22,7 @@ import (
 
 // Retired transactional ids. A worker checks the partitions it writes for
 // a span its own producer id left open when a broker lost a marker
-// (checkSpans, endCheck), so it checks only the transactional ids it
+// (checkSpans, commitCheck, abortCheck), so it checks only the transactional ids it
 // uses. An id this instance used before and no longer does — worker 3
 // after workers went from 4 to 3, or a worker's second producer ("….1")
 // after batch.background_commit was turned off — is checked by nobody,

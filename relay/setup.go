@@ -67,19 +67,7 @@ func (r *Relay) newLanes(ctx context.Context, i int, disrupt *disruptions) ([]*l
 
 // newLane creates the lane of transactional id id.
 func (r *Relay) newLane(ctx context.Context, id string, disrupt *disruptions) (*lane, error) {
-	ln := &lane{newProducer: func(ctx context.Context) (*txn.Producer, error) {
-		return txn.New(ctx, txn.Config{
-			Seeds:              r.p.Brokers,
-			TransactionalID:    id,
-			TransactionTimeout: r.p.Output.TransactionTimeout,
-			ClientID:           id,
-			MaxBatchBytes:      r.maxBatch(),
-			// At-least-once writes without transactions: nothing to
-			// claim, and a batch written twice is what it allows.
-			Idempotent: r.p.Delivery == config.AtLeastOnce,
-			Extra:      r.clientOpts(kgo.WithHooks(disrupt)),
-		})
-	}}
+	ln := &lane{newProducer: r.producerOf(id, disrupt)}
 	err := r.retry(ctx, "creating the transactional producer", func() (err error) {
 		ln.prod, err = ln.newProducer(ctx)
 		return err
@@ -95,6 +83,24 @@ func (r *Relay) newLane(ctx context.Context, id string, disrupt *disruptions) (*
 		ln.guard = r.opts.WrapGuard(ln.guard)
 	}
 	return ln, nil
+}
+
+// producerOf returns a function that creates a producer of transactional
+// id id, whose clients report their failures to disrupt.
+func (r *Relay) producerOf(id string, disrupt *disruptions) func(context.Context) (*txn.Producer, error) {
+	return func(ctx context.Context) (*txn.Producer, error) {
+		return txn.New(ctx, txn.Config{
+			Seeds:              r.p.Brokers,
+			TransactionalID:    id,
+			TransactionTimeout: r.p.Output.TransactionTimeout,
+			ClientID:           id,
+			MaxBatchBytes:      r.maxBatch(),
+			// At-least-once writes without transactions: nothing to
+			// claim, and a batch written twice is what it allows.
+			Idempotent: r.p.Delivery == config.AtLeastOnce,
+			Extra:      r.clientOpts(kgo.WithHooks(disrupt)),
+		})
+	}
 }
 
 // newGuard returns the delivery protocol of the worker with txnID.
@@ -183,8 +189,11 @@ func (r *Relay) newWorker(i int, log *slog.Logger, topicIDs map[string][16]byte,
 		newReader:         func(opts ...kgo.Opt) (*kgo.Client, error) { return kgo.NewClient(r.clientOpts(opts...)...) },
 		rejectDeadLetters: r.p.DeadLetter.Ack == config.DeadLetterReject,
 	}
-	if len(lanes) > 1 {
+	switch {
+	case len(lanes) > 1:
 		w.spare = lanes[1]
+	case r.p.Delivery == config.ExactlyOnce:
+		w.newAside = r.producerOf(r.laneTransactionalID(i, 1), disrupt)
 	}
 	return w
 }

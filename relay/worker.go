@@ -355,10 +355,16 @@ type worker struct {
 	// describe.
 	spanDeniedLogged bool
 	// restore are committed records an abort discarded with the span a
-	// lost marker left open, to write again (endCheck, restoreLost);
-	// newReader creates a client to read them back (readSpan).
+	// lost marker left open that could not be written again before it
+	// (restoreFirst), to write again after it (restoreLost); newReader
+	// creates a client to read them back (readSpan).
 	restore   []*kgo.Record
 	newReader func(...kgo.Opt) (*kgo.Client, error)
+	// newAside creates, for a worker with one lane under exactly-once,
+	// a producer of the transactional id its second lane would have, to
+	// write those records again before the abort (otherLane); nil
+	// otherwise.
+	newAside func(context.Context) (*txn.Producer, error)
 
 	// rejectDeadLetters: a committed dead letter's record is REJECTed
 	// rather than ACCEPTed (dead_letter.ack: reject).

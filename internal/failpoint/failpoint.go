@@ -77,6 +77,19 @@ const (
 	// relay once did with whole source batches (tests show the locks of
 	// what waits expire).
 	PollPart = "poll-part"
+	// LostMarkerRepair: between the two steps of a lost marker's
+	// repair (see relay/lostmarkers.go), where an abort discards an
+	// earlier transaction's committed records with the span they share:
+	// their copies are committed through the worker's other producer
+	// and the abort is not made yet; or, when they could not be written
+	// first (RestoreAside), the abort is made and they are not written
+	// again yet. With "kill", a crash there (tests show the second
+	// loses them, the first does not).
+	LostMarkerRepair = "lost-marker-repair"
+	// RestoreAside: with "error", the committed records a lost marker's
+	// abort discards cannot be written again before the abort, as when
+	// the worker's other producer fails, and are written after it.
+	RestoreAside = "restore-aside"
 	// ClaimWaitTimeout: with "error", a worker's claim check ends as if
 	// an earlier claim of its records stayed unsettled past ClaimWait
 	// (tests show the records are held, not released).
