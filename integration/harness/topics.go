@@ -13,8 +13,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Topic is a topic to create, with replication factor 1: the test brokers
-// are single nodes, or nodes a test stops one at a time on purpose.
+// Topic is a topic to create, with the cluster's default replication
+// factor: 1 on the single test brokers (and on nodes a test stops one at a
+// time on purpose, which keep Kafka's default), 3 with min.insync.replicas
+// 2 on kafkatest's local cluster, as in production.
 type Topic struct {
 	Name string
 	// Partitions is the number of partitions (default 1).
@@ -89,7 +91,7 @@ func createTopic(ctx context.Context, cl *kgo.Client, t Topic) error {
 		parts = 1
 	}
 	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Name, parts, 1
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Name, parts, -1
 	if t.Broker != 0 {
 		// With an assignment, the count and the factor come from it.
 		rt.NumPartitions, rt.ReplicationFactor = -1, -1
