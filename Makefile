@@ -13,7 +13,7 @@ PKGS     := ./...
 # Generous: the real-broker suite starts a JVM broker and runs fault tests.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build image demo test test-unit test-pipelines lint bench bench-cluster chaos cluster-tests soak compat kafka-up kafka-down clean
+.PHONY: all build image demo test test-unit test-pipelines lint bench bench-cluster chaos cluster-tests soak soak-cluster compat kafka-up kafka-down clean
 
 all: build
 
@@ -136,6 +136,12 @@ cluster-tests:
 soak:
 	CHAOS_RECORDS=1000000 CHAOS_NEMESIS=20m $(GO) test -count=1 -timeout 3h -run '^TestChaosNemesis$$' -v ./integration/chaos/
 
+# The same on a local three-node cluster (replication factor 3, min ISR 2),
+# its nodes killed, stopped and paused one at a time besides the relay and
+# network faults; not in CI, which runs a small one (TestChaosClusterNemesis).
+soak-cluster:
+	CHAOS_NODES=3 CHAOS_RECORDS=1000000 CHAOS_NEMESIS=20m $(GO) test -count=1 -timeout 3h -run '^TestChaosNemesis$$' -v ./integration/chaos/
+
 # The Kafka releases make compat runs on: the newest patch of each
 # supported release line, as Maven Central serves them. The relay refuses
 # anything before 4.2 (internal/brokerfloor); docs/compat.md has the table.
@@ -144,8 +150,8 @@ COMPAT_VERSIONS ?= 4.2.2 4.3.2 4.4.0
 # The compatibility matrix: on each of COMPAT_VERSIONS, one broker at a
 # time, relay check, then an exactly-once stream of 4,000 records with the
 # broker killed -9 a quarter of the way through and restarted, judged by
-# relay verify (TestCompatExactlyOnceAcrossABrokerKill, which make test
-# runs on the pom's release). Prints a table (version, records, lost,
+# relay verify (TestCompatExactlyOnceAcrossABrokerKill, which runs only
+# here). Prints a table (version, records, lost,
 # duplicated, broker kills, redeliveries, verdict, seconds) and fails if
 # any release is not exact. A few minutes; a release's jars are fetched
 # with mvn the first time. Logs in bin/compat/.

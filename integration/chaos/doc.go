@@ -1,6 +1,6 @@
 // Package chaos is sharerelay's chaos suite: several `relay run` processes
-// (the real binary, real signals) against a real Apache Kafka broker,
-// through Toxiproxy, with faults injected while records flow, and the
+// (the real binary, real signals) against a real Apache Kafka broker or a
+// local three-node cluster, through Toxiproxy, with faults injected while records flow, and the
 // exactly-once verdict of the pipeline verifier at the end. All of it is in
 // the package's test files; this file only documents it.
 //
@@ -10,12 +10,14 @@
 //	go test -count=1 -run '^TestChaosRelayHardBounce$' -v ./integration/chaos/
 //	CHAOS_SEED=1234 go test -count=1 -run '^TestChaosNemesis$' ./integration/chaos/   # replay a schedule
 //	CHAOS_RECORDS=1000000 CHAOS_NEMESIS=20m go test -count=1 -timeout 3h -run '^TestChaosNemesis$' ./integration/chaos/   # make soak
+//	CHAOS_NODES=3 CHAOS_RECORDS=1000000 CHAOS_NEMESIS=20m go test -count=1 -timeout 3h -run '^TestChaosNemesis$' ./integration/chaos/   # make soak-cluster
 //
 // Environment:
 //
 //	CHAOS_SEED         seed of the fault schedule (default: the clock); printed by every scenario
 //	CHAOS_RECORDS      records per scenario (default 100,000)
 //	CHAOS_NEMESIS      duration of the nemesis scenario (default 3m)
+//	CHAOS_NODES        3 runs the nemesis scenario on the local three-node cluster (default 1: the single broker)
 //	CHAOS_REPORT       write the per-scenario report there: JSON if the name ends in .json, else markdown
 //	CHAOS_KEEP         keep relay logs and configs even when the scenario passes
 //	CHAOS_BATCH_BYTES  batch size of the seeding producer (default 16 KiB, the Java producer's default)
@@ -42,6 +44,20 @@
 //     after the first metadata refresh. A network fault can therefore hit
 //     one relay, or all of them, and never the checker.
 //
+// The scenarios that need it (needCluster: scenario 14, and 10 with
+// CHAOS_NODES=3) run on a local three-node KRaft cluster instead
+// (kafkatest.StartCluster: combined broker-and-controller nodes, topics
+// at replication factor 3 and min.insync.replicas 2, the internal topics
+// too, unclean leader election off). Every node has the same listeners,
+// and relay slot i has one proxy per node: node j's RELAYi listener
+// advertises slot i's proxy to node j, so a relay bootstrapped through its
+// slot's proxies reaches every leader through them, and a network fault
+// can hit a relay's path to every node or to one node only. The harness
+// checks this at start-up (each slot is told of every node at its own
+// proxy). One environment runs at a time (two cores): a scenario on the
+// other one stops the one running, keeping its data, and starts it again
+// when a later scenario needs it.
+//
 // Relays run as processes with `--instance r<i>` (at most three at once on
 // two cores). Each incarnation gets its own /metrics port
 // (metrics.listen: ${CHAOS_METRICS_ADDR}; brokers: ${CHAOS_BROKERS}); a
@@ -54,8 +70,8 @@
 // SIGKILLed process is lost).
 //
 // With KAFKA_BOOTSTRAP_SERVERS set (an external cluster), the relays
-// connect to it directly; scenarios that need network faults (6, 10) or to
-// kill the broker (4, 10) are skipped with the reason — not failed, even
+// connect to it directly; scenarios that need network faults (6, 10, 14)
+// or to kill the broker (4, 10, 11, 14) are skipped with the reason — not failed, even
 // with SHARERELAY_REQUIRE_BROKER=1, because the operator chose a cluster the
 // harness cannot proxy or restart. Without it, a broker that cannot start
 // skips the suite, or fails it with SHARERELAY_REQUIRE_BROKER=1 (as in CI).
@@ -68,7 +84,8 @@
 //     Process and network timing is not reproducible, so a replay runs the
 //     same schedule, not the same interleaving;
 //  2. creates its own topics (source with 3 partitions, output with 3,
-//     dead letters with 1; the relays create the ledger) and a pipeline
+//     dead letters with 1, at the cluster's default replication factor;
+//     the relays create the ledger) and a pipeline
 //     file (two workers a relay, three relays): 1 ms of simulated work per
 //     record (a delay transform, which paces the relays so that the
 //     faults land while records flow), batches of 100 records, share lock
@@ -88,7 +105,8 @@
 //     committed set);
 //  5. runs its faults;
 //  6. heals everything (toxics removed, proxies up, paused relays
-//     resumed, broker running) and waits for quiescence: share-group lag 0
+//     resumed, broker running; on the cluster every node running and
+//     every partition in sync) and waits for quiescence: share-group lag 0
 //     and no open transaction (last stable offset = high watermark) on the
 //     outputs, the dead letters and the ledger, three checks in a row;
 //     then stops the relays with SIGTERM and checks again;
@@ -100,7 +118,10 @@
 //     visible read_uncommitted) are expected under faults and reported;
 //  8. logs one report line (and writes CHAOS_REPORT): records, SIGKILLs,
 //     failpoint kills, SIGTERMs, SIGSTOPs, network faults by kind, broker
-//     kill -9s and clean restarts, hanging transactions completed, relay
+//     kill -9s and clean restarts (on the cluster: node faults by kind
+//     and by the victim's role, and changes of leader of the pipeline's
+//     partitions, from a metadata request a second), hanging
+//     transactions completed, relay
 //     exits, records polled, redeliveries, transactions committed /
 //     aborted / unknown, ack errors, claim conflicts, already-committed
 //     records, aborted records, what the reader saw, time, verdict.
@@ -189,6 +210,7 @@
 //     the network (resets, latency, blackhole, proxy down, windows of
 //     EndTxn cuts) and the broker (kill -9 or clean restart, at most
 //     every 45 s and not in the last 30 s). Needs the local broker.
+//     With CHAOS_NODES=3 it runs as scenario 14 does, on the cluster.
 //  11. BrokerKillDuringCommits — at least 200,000 records in 50-record
 //     transactions with no simulated work (hundreds of EndTxn a second),
 //     relay r1's EndTxn connection cut after every other request, and the
@@ -212,6 +234,26 @@
 //     themselves; no record may be committed twice across the topic's
 //     incarnations, and every record is in the final topic once or went
 //     with a deleted one.
+//  14. ClusterNemesis — scenario 10 on the three-node cluster, sized for
+//     every CI run (80,000 records, 150 s of faults). The broker bounces
+//     give way to a node nemesis of their own, one fault after another,
+//     3–10 s apart: kill -9 a node (restarted after 0–5 s), SIGTERM it
+//     (restarted after 0–5 s), SIGSTOP it for 2–10 s (past the 4 s broker
+//     session, so it is fenced and its leaderships move, and often past
+//     the 6 s replica lag, so it leaves the ISRs), or, one time in ten,
+//     the min-ISR window: a node killed and, while it is down, a second
+//     one frozen for 2–6 s, so that a majority of the quorum is gone and
+//     acks=all writes wait below min.insync.replicas. Half the victims are
+//     chosen by role: the leader of an output or ledger partition, the
+//     transaction coordinator of a worker's transactional id, the share
+//     coordinator of a source partition, the share group's coordinator, or
+//     the active controller. After each fault the nemesis waits until
+//     every partition is back in sync before the next, so no partition
+//     loses two replicas outside the min-ISR window. The network nemesis
+//     also isolates relays from one node (a blackhole on their proxies to
+//     it, often a node with a role) while the cluster keeps it
+//     ("isolate-node"). make soak-cluster runs it for 1,000,000 records
+//     and 20 minutes.
 //     (ZombieStalledCommit, a zombie frozen just before its commit, runs
 //     with scenario 5.)
 //
@@ -232,7 +274,9 @@
 // (kafkatest's Kill documents it). Those partitions' last stable offset
 // then stays below the high watermark and read_committed readers stall. A
 // replicated cluster does not have this problem (markers go to the new
-// leaders); a single node does, so the harness plays the operator instead
+// leaders): on the cluster no janitor runs, and a transaction quiesce
+// still has to complete there is counted ("hanging-txns") as a finding.
+// A single node does, so the harness plays the operator instead
 // of avoiding broker kills with transactions open: in the broker-crash
 // scenarios a janitor looks every 5 s for open transactions the
 // coordinator has finished (harness.FindHanging) and completes those seen
@@ -268,7 +312,8 @@
 // delivers the next record. The relay cannot move a share partition's
 // start offset; a replicated cluster reloads it when leadership moves.
 // quiesce, and a scenario waiting for progress before its next fault,
-// therefore restart the broker cleanly when the lag stays exactly the
+// therefore restart the broker (on the cluster, the leader of a source
+// partition with lag) cleanly when the lag stays exactly the
 // same for 60 s with no transaction open (at most twice per scenario),
 // after logging the group's start offsets, and count it
 // ("share-stalls"). The verdict is unchanged by it: every record must
@@ -289,7 +334,8 @@
 // default; BrokerKillDuringCommits at least 200,000), three relays of two
 // workers (the nemesis three of three) on three source partitions. The
 // harness is race-checked; the relay binary is not. `make soak` runs the
-// nemesis for 1,000,000 records and 20 minutes.
+// nemesis for 1,000,000 records and 20 minutes, `make soak-cluster` the
+// same on the three-node cluster.
 //
 // The seeding producer writes 16 KiB batches (the Java producer's
 // default; CHAOS_BATCH_BYTES changes it). A share fetch that acquired

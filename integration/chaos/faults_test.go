@@ -1,10 +1,10 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -18,58 +18,101 @@ const (
 	toxEndTxnCut = "endtxn-cut"
 )
 
+// toxIsolate cuts relays off from one node of the cluster (a blackhole
+// on their proxies to it), often the node that coordinates their
+// transactions or leads a partition they write: the rest of the cluster
+// is healthy and says so in metadata.
+const toxIsolate = "isolate-node"
+
+// activeToxic is a toxic on the proxy of relay slot slot to node node+1.
 type activeToxic struct {
-	slot int
-	name string
+	slot, node int
+	name       string
 }
 
-// addToxic adds a toxic to the proxy of relay slot i.
-func (s *scenario) addToxic(slot int, name, typ, stream string, attrs map[string]any) error {
-	px := s.env.proxies[slot]
-	body, _ := json.Marshal(map[string]any{"name": name, "type": typ, "stream": stream, "toxicity": 1.0, "attributes": attrs})
-	if _, err := px.Toxics.AddToxicJson(strings.NewReader(string(body))); err != nil {
-		return fmt.Errorf("adding toxic %s to proxy %d: %w", name, slot, err)
+// proxyTargets returns the indexes of relay slot slot's proxies to node
+// (a node id), or to every node when node is 0.
+func (s *scenario) proxyTargets(slot int, node int32) []int {
+	if node > 0 {
+		return []int{int(node) - 1}
 	}
-	s.faultMu.Lock()
-	s.toxics[fmt.Sprintf("%d/%s", slot, name)] = activeToxic{slot, name}
-	s.faultMu.Unlock()
+	out := make([]int, len(s.env.proxies[slot]))
+	for j := range out {
+		out[j] = j
+	}
+	return out
+}
+
+// addToxic adds a toxic to the proxies of relay slot i (to every node).
+func (s *scenario) addToxic(slot int, name, typ, stream string, attrs map[string]any) error {
+	return s.addToxicTo(slot, 0, name, typ, stream, attrs)
+}
+
+// addToxicTo adds a toxic to relay slot i's proxy to node (a node id), or
+// to all its proxies when node is 0.
+func (s *scenario) addToxicTo(slot int, node int32, name, typ, stream string, attrs map[string]any) error {
+	body, _ := json.Marshal(map[string]any{"name": name, "type": typ, "stream": stream, "toxicity": 1.0, "attributes": attrs})
+	for _, j := range s.proxyTargets(slot, node) {
+		if _, err := s.env.proxies[slot][j].Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
+			return fmt.Errorf("adding toxic %s to proxy %d of node %d: %w", name, slot, j+1, err)
+		}
+		s.faultMu.Lock()
+		s.toxics[fmt.Sprintf("%d/%d/%s", slot, j, name)] = activeToxic{slot, j, name}
+		s.faultMu.Unlock()
+	}
 	return nil
 }
 
+// removeToxic removes a toxic from every proxy of relay slot i that has it.
 func (s *scenario) removeToxic(slot int, name string) {
-	s.faultMu.Lock()
-	key := fmt.Sprintf("%d/%s", slot, name)
-	_, ok := s.toxics[key]
-	delete(s.toxics, key)
-	s.faultMu.Unlock()
-	if ok {
-		_ = s.env.proxies[slot].Toxics.RemoveToxic(context.Background(), name)
+	for j := range s.env.proxies[slot] {
+		s.faultMu.Lock()
+		key := fmt.Sprintf("%d/%d/%s", slot, j, name)
+		_, ok := s.toxics[key]
+		delete(s.toxics, key)
+		s.faultMu.Unlock()
+		if ok {
+			_ = s.env.proxies[slot][j].Toxics.RemoveToxic(context.Background(), name)
+		}
 	}
 }
 
 // netFault applies a network fault of kind to the proxies of slots for d,
 // then heals it. It blocks for d.
 func (s *scenario) netFault(kind string, slots []int, d time.Duration) {
-	s.count(func(r *result) { r.Toxics[kind]++ })
-	s.t.Logf("network fault %s on relays %v for %s", kind, slots, d.Round(time.Millisecond))
+	s.netFaultTo(kind, kind, slots, 0, d)
+}
+
+// netFaultTo applies a network fault of kind to the slots' proxies to node
+// (every node when 0) for d, counted as what, then heals it. It blocks for
+// d.
+func (s *scenario) netFaultTo(what, kind string, slots []int, node int32, d time.Duration) {
+	s.count(func(r *result) { r.Toxics[what]++ })
+	if node > 0 {
+		s.t.Logf("network fault %s on relays %v toward node %d for %s", what, slots, node, d.Round(time.Millisecond))
+	} else {
+		s.t.Logf("network fault %s on relays %v for %s", what, slots, d.Round(time.Millisecond))
+	}
 	var names []string
 	for _, i := range slots {
 		switch kind {
 		case toxReset:
-			s.tryToxic(i, "reset-up", "reset_peer", "upstream", map[string]any{"timeout": 0})
-			s.tryToxic(i, "reset-down", "reset_peer", "downstream", map[string]any{"timeout": 0})
+			s.tryToxic(i, node, "reset-up", "reset_peer", "upstream", map[string]any{"timeout": 0})
+			s.tryToxic(i, node, "reset-down", "reset_peer", "downstream", map[string]any{"timeout": 0})
 			names = []string{"reset-up", "reset-down"}
 		case toxLatency:
 			// Above franz-go's request timeout overhead (10 s): every
 			// request through the proxy times out meanwhile.
-			s.tryToxic(i, "latency", "latency", "downstream", map[string]any{"latency": 12_000, "jitter": 500})
+			s.tryToxic(i, node, "latency", "latency", "downstream", map[string]any{"latency": 12_000, "jitter": 500})
 			names = []string{"latency"}
 		case toxBlackhole:
-			s.tryToxic(i, "blackhole-up", "timeout", "upstream", map[string]any{"timeout": 0})
-			s.tryToxic(i, "blackhole-down", "timeout", "downstream", map[string]any{"timeout": 0})
+			s.tryToxic(i, node, "blackhole-up", "timeout", "upstream", map[string]any{"timeout": 0})
+			s.tryToxic(i, node, "blackhole-down", "timeout", "downstream", map[string]any{"timeout": 0})
 			names = []string{"blackhole-up", "blackhole-down"}
 		case toxDown:
-			s.env.proxies[i].Stop()
+			for _, j := range s.proxyTargets(i, node) {
+				s.env.proxies[i][j].Stop()
+			}
 		default:
 			panic("unknown network fault " + kind)
 		}
@@ -77,8 +120,10 @@ func (s *scenario) netFault(kind string, slots []int, d time.Duration) {
 	s.sleep(d)
 	for _, i := range slots {
 		if kind == toxDown {
-			if err := s.env.proxies[i].Start(); err != nil {
-				s.t.Errorf("restarting proxy %d: %v", i, err)
+			for _, j := range s.proxyTargets(i, node) {
+				if err := s.env.proxies[i][j].Start(); err != nil {
+					s.t.Errorf("restarting proxy %d to node %d: %v", i, j+1, err)
+				}
 			}
 			continue
 		}
@@ -88,10 +133,10 @@ func (s *scenario) netFault(kind string, slots []int, d time.Duration) {
 	}
 }
 
-// tryToxic is addToxic reporting errors without stopping the test (it may
-// run on a nemesis goroutine).
-func (s *scenario) tryToxic(slot int, name, typ, stream string, attrs map[string]any) {
-	if err := s.addToxic(slot, name, typ, stream, attrs); err != nil {
+// tryToxic is addToxicTo reporting errors without stopping the test (it
+// may run on a nemesis goroutine).
+func (s *scenario) tryToxic(slot int, node int32, name, typ, stream string, attrs map[string]any) {
+	if err := s.addToxicTo(slot, node, name, typ, stream, attrs); err != nil {
 		s.t.Error(err)
 	}
 }
@@ -154,11 +199,14 @@ func (s *scenario) pauseRelay(i int, d time.Duration) {
 	s.faultMu.Unlock()
 }
 
-// bounceBroker kills the broker (SIGKILL when hard, else SIGTERM and a
-// clean shutdown), waits down, and starts it again on the same data
-// directory and ports.
+// bounceBroker kills the single broker (SIGKILL when hard, else SIGTERM
+// and a clean shutdown), waits down, and starts it again on the same data
+// directory and ports. The cluster's nodes have nodeFault instead.
 func (s *scenario) bounceBroker(hard bool, down time.Duration) error {
 	b := s.env.broker
+	if b == nil {
+		return fmt.Errorf("bounceBroker needs the single broker; a cluster's nodes fail one at a time (nodeFault)")
+	}
 	start := time.Now()
 	var err error
 	if hard {
@@ -187,10 +235,21 @@ func (s *scenario) bounceBroker(hard bool, down time.Duration) error {
 }
 
 // healAll removes every toxic, restarts stopped proxies, resumes paused
-// relays and starts the broker if it is down.
+// relays and starts the broker if it is down; on the cluster, it starts
+// and resumes every node and waits until every partition is in sync.
 func (s *scenario) healAll() {
 	s.t.Helper()
 	s.healAllQuiet()
+	if c := s.env.cluster; c != nil {
+		s.nodeMu.Lock()
+		defer s.nodeMu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		if err := c.Heal(ctx); err != nil {
+			s.t.Fatalf("healing the cluster: %v", err)
+		}
+		return
+	}
 	if s.env.local && !s.env.broker.Running() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
@@ -208,14 +267,16 @@ func (s *scenario) healAllQuiet() {
 	s.paused = map[*relay]bool{}
 	s.faultMu.Unlock()
 	for _, tx := range toxics {
-		_ = s.env.proxies[tx.slot].Toxics.RemoveToxic(context.Background(), tx.name)
+		_ = s.env.proxies[tx.slot][tx.node].Toxics.RemoveToxic(context.Background(), tx.name)
 	}
-	for _, px := range s.env.proxies {
-		px.Lock()
-		enabled := px.Enabled
-		px.Unlock()
-		if !enabled {
-			_ = px.Start()
+	for _, ps := range s.env.proxies {
+		for _, px := range ps {
+			px.Lock()
+			enabled := px.Enabled
+			px.Unlock()
+			if !enabled {
+				_ = px.Start()
+			}
 		}
 	}
 	for r := range paused {

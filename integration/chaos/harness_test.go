@@ -96,6 +96,9 @@ type scenario struct {
 	stopCh   chan struct{}
 	// faultMu serialises fault injection with healing.
 	faultMu sync.Mutex
+	// nodeMu serialises the cluster's node faults with each other and
+	// with healing: one node down at a time.
+	nodeMu sync.Mutex
 	// active network faults, to heal at the end.
 	toxics map[string]activeToxic
 	// paused relays, to SIGCONT at the end.
@@ -240,7 +243,8 @@ func newScenario(t *testing.T, n needs, o opts) *scenario {
 	}
 	t.Cleanup(s.admCl.Close)
 	s.res = &result{Scenario: s.name, Seed: s.seed, Records: o.Records, Relays: o.Relays, Workers: o.Workers,
-		Partitions: int(o.Partitions), Delivery: o.Delivery, Toxics: map[string]int{}}
+		Partitions: int(o.Partitions), Delivery: o.Delivery, Toxics: map[string]int{},
+		Nodes: max(1, len(e.nodes())), NodeFaults: map[string]int{}, NodeRoles: map[string]int{}}
 	for i := 0; i < o.Relays; i++ {
 		s.relays = append(s.relays, &relay{s: s, slot: i, name: fmt.Sprintf("r%d", i)})
 	}
@@ -412,6 +416,9 @@ func (s *scenario) startAll() {
 	}
 	s.scrapeWG.Add(1)
 	go s.scrapeLoop()
+	if s.env.cluster != nil {
+		s.watchLeaders()
+	}
 }
 
 // lag returns the share group's total lag, or -1 when unknown.
@@ -556,7 +563,8 @@ func (s *scenario) quiesce(d time.Duration) {
 // restartStalledBroker logs the share group's offsets (the evidence of a
 // stalled share partition: its start offset does not move while records
 // past it wait) and restarts the broker cleanly, which reloads the share
-// partitions; it is counted in the report.
+// partitions (on the cluster, the leader of a partition with lag, which
+// moves it); it is counted in the report.
 func (s *scenario) restartStalledBroker(lag int64) {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -574,7 +582,12 @@ func (s *scenario) restartStalledBroker(lag int64) {
 	s.t.Logf("share group stalled: lag %d unchanged for 60s, no transaction open (%v, %v); restarting the broker to reload its share partitions", lag, parts, err)
 	s.count(func(r *result) { r.ShareStalls++ })
 	s.stallRestarts++
-	if err := s.bounceBroker(false, 0); err != nil {
+	if s.env.cluster != nil {
+		err = s.restartStalledLeader(o)
+	} else {
+		err = s.bounceBroker(false, 0)
+	}
+	if err != nil {
 		s.t.Fatalf("restarting the broker after a share-partition stall: %v", err)
 	}
 }
@@ -631,6 +644,17 @@ func (s *scenario) teardown() {
 		s.reader.stop()
 	}
 	s.healAllQuiet()
+	if c := s.env.cluster; c != nil {
+		// A failed scenario may leave a node down or frozen; the next
+		// one needs the whole cluster.
+		s.nodeMu.Lock()
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		if err := c.Heal(ctx); err != nil {
+			s.t.Errorf("healing the cluster: %v", err)
+		}
+		cancel()
+		s.nodeMu.Unlock()
+	}
 	if s.t.Failed() {
 		for _, r := range s.relays {
 			r.logTail(s.t, 30000)
@@ -665,8 +689,12 @@ func (s *scenario) dumpState() {
 		}
 		s.t.Logf("---- stall diagnosis: relay %s#%d goroutines in package relay ----\n%s---- end of stall diagnosis ----", r.name, inc.n, st)
 	}
-	if s.env.local {
-		s.t.Logf("broker running: %v, log %s", s.env.broker.Running(), s.env.broker.LogPath())
+	for _, b := range s.env.nodes() {
+		s.t.Logf("node %s running: %v, log %s", b.Addr(), b.Running(), b.LogPath())
+	}
+	if c := s.env.cluster; c != nil {
+		short, err := c.UnderReplicated(ctx)
+		s.t.Logf("under-replicated partitions: %v (%v)", short, err)
 	}
 }
 

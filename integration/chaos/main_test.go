@@ -13,6 +13,8 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sharerelay/sharerelay/integration/harness"
 	"github.com/sharerelay/sharerelay/integration/kafkatest"
@@ -40,19 +42,49 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// env is where the scenarios run: the harness's own broker behind one
-// Toxiproxy proxy per relay slot, or an external cluster without proxies.
+// env is where the scenarios run: the harness's own single broker or
+// three-node cluster, each node behind one Toxiproxy proxy per relay slot,
+// or an external cluster without proxies.
 type env struct {
 	// direct are the seeds of the harness's own clients (seeding,
 	// lag, the concurrent reader, the verifier): never proxied.
 	direct []string
-	// slots are the seeds of relay slot i: its proxy, or direct.
+	// slots are the seeds of relay slot i: its proxies (one per node),
+	// or direct.
 	slots []string
-	// local is set when the harness started the broker itself; then
-	// broker and proxies are set.
-	local   bool
-	broker  *kafkatest.Broker
-	proxies []*toxiproxy.Proxy
+	// local is set when the harness started the nodes itself; then
+	// proxies and broker or cluster are set.
+	local bool
+	// broker is the single node; nil on the cluster.
+	broker *kafkatest.Broker
+	// cluster is the three-node cluster; nil on the single node.
+	cluster *kafkatest.Cluster
+	// proxies[i][j] is relay slot i's proxy to node j+1.
+	proxies [][]*toxiproxy.Proxy
+	// parked is set while the env is stopped because a scenario needed
+	// the other one (one at a time on two cores).
+	parked bool
+}
+
+// nodes returns the local nodes, node id j+1 at index j.
+func (e *env) nodes() []*kafkatest.Broker {
+	if e.cluster != nil {
+		return e.cluster.Nodes()
+	}
+	if e.broker != nil {
+		return []*kafkatest.Broker{e.broker}
+	}
+	return nil
+}
+
+// up reports whether every local node is running.
+func (e *env) up() bool {
+	for _, b := range e.nodes() {
+		if !b.Running() {
+			return false
+		}
+	}
+	return true
 }
 
 // needs says what a scenario needs beyond a broker.
@@ -63,15 +95,21 @@ const (
 	needProxy needs = 1 << iota
 	// needBroker: killing and restarting the broker.
 	needBroker
+	// needCluster: the local three-node cluster (replication factor 3,
+	// min.insync.replicas 2) instead of the single node, with its
+	// nodes to kill, stop and pause.
+	needCluster
 )
 
+// The local envs, started on first use. At most one runs at a time: a
+// scenario on the other stops the one running (two cores).
 var (
-	envOnce sync.Once
-	envVal  *env
-	envErr  error
+	envMu   sync.Mutex
+	envs    = map[bool]*env{} // by cluster
+	envErrs = map[bool]error{}
 )
 
-// chaosEnv returns the environment, starting the broker and the proxies on
+// chaosEnv returns the environment, starting the nodes and the proxies on
 // first use. It skips (or, with SHARERELAY_REQUIRE_BROKER=1 and no
 // external cluster, fails) when there is no broker to use.
 func chaosEnv(t *testing.T, n needs) *env {
@@ -91,82 +129,186 @@ func chaosEnv(t *testing.T, n needs) *env {
 		if n&needProxy != 0 {
 			t.Skipf("needs network faults: the harness's own broker advertises a listener through Toxiproxy; %s points at an external cluster whose advertised addresses bypass any proxy", kafkatest.EnvBootstrap)
 		}
-		if n&needBroker != 0 {
-			t.Skipf("needs to kill and restart the broker; %s points at an external cluster", kafkatest.EnvBootstrap)
+		if n&(needBroker|needCluster) != 0 {
+			t.Skipf("needs to kill and restart the brokers; %s points at an external cluster", kafkatest.EnvBootstrap)
 		}
 		return &env{direct: seeds, slots: []string{strings.Join(seeds, ","), strings.Join(seeds, ","), strings.Join(seeds, ",")}}
 	}
-	envOnce.Do(func() { envVal, envErr = startEnv() })
-	if envErr != nil {
-		if errors.Is(envErr, kafkatest.ErrToolMissing) && !require {
-			t.Skipf("no Kafka broker (set %s, or install java and mvn): %v", kafkatest.EnvBootstrap, envErr)
+	cluster := n&needCluster != 0
+	envMu.Lock()
+	defer envMu.Unlock()
+	if other := envs[!cluster]; other != nil && !other.parked {
+		other.park()
+	}
+	e, err := envs[cluster], envErrs[cluster]
+	switch {
+	case err != nil:
+	case e == nil:
+		e, err = startEnv(cluster)
+		envs[cluster], envErrs[cluster] = e, err
+	case e.parked:
+		err = e.unpark()
+	}
+	if err != nil {
+		if errors.Is(err, kafkatest.ErrToolMissing) && !require {
+			t.Skipf("no Kafka broker (set %s, or install java and mvn): %v", kafkatest.EnvBootstrap, err)
 		}
-		t.Fatalf("chaos: starting the broker and proxies: %v", envErr)
+		t.Fatalf("chaos: starting the brokers and proxies: %v", err)
 	}
-	if !envVal.broker.Running() {
-		t.Fatalf("chaos: the broker is not running (a previous scenario left it down)")
+	if !e.up() {
+		t.Fatalf("chaos: a node is not running (a previous scenario left it down)")
 	}
-	return envVal
+	return e
 }
 
-// startEnv starts one proxy per relay slot and a broker with a direct
-// PLAINTEXT listener plus one listener per slot that advertises that
-// slot's proxy. Clients that bootstrap through a proxy get the proxy's
-// address back in every metadata response, so all their connections go
-// through it; the harness's clients use the direct listener and never
-// see a fault.
-func startEnv() (*env, error) {
+// startEnv starts one proxy per relay slot and node, and a single broker
+// or a three-node cluster whose nodes have a direct PLAINTEXT listener
+// plus one listener per slot that advertises that slot's proxy to that
+// node. Clients that bootstrap through a slot's proxies get the slot's
+// proxies back in every metadata response, so all their connections go
+// through them, to whichever node leads; the harness's clients use the
+// direct listeners and never see a fault.
+func startEnv(cluster bool) (*env, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
+	nodes := 1
+	if cluster {
+		nodes = kafkatest.ClusterSize
+	}
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		proxyAddrs := make([]string, maxRelays)
-		ls := make([]kafkatest.Listener, maxRelays)
-		for i := range proxyAddrs {
-			p, err := kafkatest.FreePort()
-			if err != nil {
-				return nil, err
+		e := &env{local: true, proxies: make([][]*toxiproxy.Proxy, maxRelays), slots: make([]string, maxRelays)}
+		ls := make([][]kafkatest.Listener, nodes)
+		var err error
+		for i := range maxRelays {
+			var addrs []string
+			for j := range nodes {
+				var pp, lp int
+				if pp, err = kafkatest.FreePort(); err == nil {
+					lp, err = kafkatest.FreePort()
+				}
+				if err != nil {
+					return nil, err
+				}
+				addr := fmt.Sprintf("127.0.0.1:%d", pp)
+				ls[j] = append(ls[j], kafkatest.Listener{Name: fmt.Sprintf("RELAY%d", i), Port: lp, Advertised: addr})
+				px := toxiproxy.NewProxy(srv, fmt.Sprintf("relay%d-node%d", i, j+1), addr, fmt.Sprintf("127.0.0.1:%d", lp))
+				if err = px.Start(); err != nil {
+					err = fmt.Errorf("starting proxy %s: %w", addr, err)
+					break
+				}
+				e.proxies[i] = append(e.proxies[i], px)
+				addrs = append(addrs, addr)
 			}
-			proxyAddrs[i] = fmt.Sprintf("127.0.0.1:%d", p)
-			ls[i] = kafkatest.Listener{Name: fmt.Sprintf("RELAY%d", i), Advertised: proxyAddrs[i]}
-		}
-		opts, ls, err := kafkatest.WithListeners(kafkatest.Options{Properties: brokerProperties()}, ls...)
-		if err != nil {
-			return nil, err
-		}
-		e := &env{local: true}
-		for i, l := range ls {
-			px := toxiproxy.NewProxy(srv, fmt.Sprintf("relay%d", i), proxyAddrs[i], fmt.Sprintf("127.0.0.1:%d", l.Port))
-			if err := px.Start(); err != nil {
-				lastErr = fmt.Errorf("starting proxy %s: %w", proxyAddrs[i], err)
+			if err != nil {
 				break
 			}
-			e.proxies = append(e.proxies, px)
-			e.slots = append(e.slots, proxyAddrs[i])
+			e.slots[i] = strings.Join(addrs, ",")
 		}
-		if len(e.proxies) != maxRelays {
-			stopProxies(e.proxies)
-			continue
+		if err == nil {
+			err = e.startNodes(ctx, ls)
 		}
-		b, err := kafkatest.StartLocal(ctx, opts)
-		if err != nil {
-			stopProxies(e.proxies)
-			lastErr = err
-			if errors.Is(err, kafkatest.ErrToolMissing) {
-				return nil, err
-			}
-			continue
+		if err == nil {
+			err = e.checkSlots(ctx)
 		}
-		e.broker = b
-		e.direct = []string{b.Addr()}
-		fmt.Fprintf(os.Stderr, "chaos: broker %s (log %s), relay proxies %v\n", b.Addr(), b.LogPath(), e.slots)
-		return e, nil
+		if err == nil {
+			fmt.Fprintf(os.Stderr, "chaos: %d node(s) %v (logs %v), relay proxies %v\n", nodes, e.direct, e.logs(), e.slots)
+			return e, nil
+		}
+		e.stop()
+		lastErr = err
+		if errors.Is(err, kafkatest.ErrToolMissing) {
+			return nil, err
+		}
 	}
 	return nil, lastErr
 }
 
-// brokerProperties are the chaos broker's overrides of kafkatest's test
+// startNodes starts the single broker (one list of listeners) or the
+// cluster (one list per node).
+func (e *env) startNodes(ctx context.Context, ls [][]kafkatest.Listener) error {
+	if len(ls) > 1 {
+		c, err := kafkatest.StartCluster(ctx, kafkatest.ClusterOptions{Nodes: len(ls), Properties: brokerProperties(), Listeners: ls})
+		if err != nil {
+			return err
+		}
+		e.cluster, e.direct = c, c.Seeds()
+		return nil
+	}
+	opts, _, err := kafkatest.WithListeners(kafkatest.Options{Properties: brokerProperties()}, ls[0]...)
+	if err != nil {
+		return err
+	}
+	b, err := kafkatest.StartLocal(ctx, opts)
+	if err != nil {
+		return err
+	}
+	e.broker, e.direct = b, []string{b.Addr()}
+	return nil
+}
+
+// checkSlots checks what the network faults rely on: a client bootstrapped
+// through a relay slot's proxies is told of every node at that slot's
+// proxy to it, and of nothing else.
+func (e *env) checkSlots(ctx context.Context) error {
+	for i, seeds := range e.slots {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(seeds, ",")...))
+		if err != nil {
+			return err
+		}
+		bs, err := kadm.NewClient(cl).ListBrokers(ctx)
+		cl.Close()
+		if err != nil {
+			return fmt.Errorf("listing brokers through the proxies of relay slot %d: %w", i, err)
+		}
+		for _, b := range bs {
+			if int(b.NodeID) < 1 || int(b.NodeID) > len(e.proxies[i]) || e.proxies[i][b.NodeID-1].Listen != fmt.Sprintf("%s:%d", b.Host, b.Port) {
+				return fmt.Errorf("relay slot %d is told of node %d at %s:%d, not at its proxy to it (proxies %s)", i, b.NodeID, b.Host, b.Port, seeds)
+			}
+		}
+		if len(bs) != len(e.proxies[i]) {
+			return fmt.Errorf("relay slot %d is told of %d nodes, want %d", i, len(bs), len(e.proxies[i]))
+		}
+	}
+	return nil
+}
+
+// logs returns the nodes' log files.
+func (e *env) logs() []string {
+	var out []string
+	for _, b := range e.nodes() {
+		out = append(out, b.LogPath())
+	}
+	return out
+}
+
+// park stops the nodes (SIGTERM) for a scenario on the other env,
+// keeping their data; unpark starts them again.
+func (e *env) park() {
+	for _, b := range e.nodes() {
+		if err := b.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "chaos: parking %s: %v\n", b.Addr(), err)
+		}
+	}
+	e.parked = true
+}
+
+func (e *env) unpark() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if e.cluster != nil {
+		if err := e.cluster.Heal(ctx); err != nil {
+			return err
+		}
+	} else if err := e.broker.Start(ctx); err != nil {
+		return err
+	}
+	e.parked = false
+	return nil
+}
+
+// brokerProperties are the chaos nodes' overrides of kafkatest's test
 // defaults.
 func brokerProperties() map[string]string {
 	return map[string]string{
@@ -177,26 +319,41 @@ func brokerProperties() map[string]string {
 	}
 }
 
-func stopProxies(ps []*toxiproxy.Proxy) {
-	for _, p := range ps {
-		p.Stop()
+// stop stops the proxies and the nodes.
+func (e *env) stop() {
+	for _, ps := range e.proxies {
+		for _, p := range ps {
+			p.Stop()
+		}
+	}
+	if e.cluster != nil {
+		if err := e.cluster.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "chaos: stopping the cluster: %v\n", err)
+		}
+	} else if e.broker != nil {
+		if err := e.broker.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "chaos: stopping the broker: %v\n", err)
+		}
 	}
 }
 
-// closeEnv stops the broker and the proxies. When tests failed the
-// broker directory is kept for its log.
+// closeEnv stops the nodes and the proxies. When tests failed the
+// nodes' directories are kept for their logs.
 func closeEnv(failed bool) {
-	if envVal == nil {
-		return
+	envMu.Lock()
+	defer envMu.Unlock()
+	for _, e := range envs {
+		if e == nil {
+			continue
+		}
+		e.stop()
+		switch {
+		case failed:
+			fmt.Fprintf(os.Stderr, "chaos: tests failed; broker logs kept at %v\n", e.logs())
+		case e.cluster != nil:
+			e.cluster.Remove()
+		default:
+			os.RemoveAll(e.broker.Dir())
+		}
 	}
-	stopProxies(envVal.proxies)
-	b := envVal.broker
-	if err := b.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "chaos: stopping the broker: %v\n", err)
-	}
-	if failed {
-		fmt.Fprintf(os.Stderr, "chaos: tests failed; broker log kept at %s\n", b.LogPath())
-		return
-	}
-	os.RemoveAll(b.Dir())
 }

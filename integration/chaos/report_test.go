@@ -34,6 +34,14 @@ type result struct {
 	Toxics         map[string]int `json:"network_faults"`
 	BrokerKills    int            `json:"broker_kill9"`
 	BrokerStops    int            `json:"broker_clean_restarts"`
+	// Nodes is the number of broker nodes (1, or 3 for the cluster).
+	// On the cluster, NodeFaults counts the node faults by kind and
+	// NodeRoles by the role of the victim (nodes_test.go), and
+	// LeaderChanges the changes of leader of the pipeline's partitions.
+	Nodes         int            `json:"nodes"`
+	NodeFaults    map[string]int `json:"node_faults,omitempty"`
+	NodeRoles     map[string]int `json:"node_fault_roles,omitempty"`
+	LeaderChanges int            `json:"leader_changes"`
 	// ShareStalls counts broker restarts the harness made to reload a
 	// share partition that stopped delivering records (see doc.go).
 	ShareStalls int `json:"share_partition_stalls"`
@@ -104,27 +112,39 @@ func (r *result) fromReport(rep *audit.Report) {
 	}
 }
 
-func (r *result) toxicsString() string {
-	if len(r.Toxics) == 0 {
+func (r *result) toxicsString() string { return countsString(r.Toxics) }
+
+// countsString formats counts by name, sorted: "a 1, b 2", or "0".
+func countsString(m map[string]int) string {
+	if len(m) == 0 {
 		return "0"
 	}
-	keys := make([]string, 0, len(r.Toxics))
-	for k := range r.Toxics {
+	keys := make([]string, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	var parts []string
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %d", k, r.Toxics[k]))
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
 }
 
+// nodesString is the cluster's part of the line: node faults by kind and
+// by role, and leader changes; nothing on the single node.
+func (r *result) nodesString() string {
+	if r.Nodes <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" nodes=%d node-faults=[%s] by-role=[%s] leader-changes=%d", r.Nodes, countsString(r.NodeFaults), countsString(r.NodeRoles), r.LeaderChanges)
+}
+
 // line is the one-line summary logged per scenario.
 func (r *result) line() string {
-	return fmt.Sprintf("CHAOS %s seed=%d %s records=%d relays=%dx%d | kills=%d failpoint-kills=%d sigterms=%d sigstops=%d network=[%s] broker-kill9=%d broker-restarts=%d (share-stalls %d) hanging-txns=%d (held %d, continued %d) orphaned-claims=%d (settled %d committed, %d aborted; unsettled %d) relay-exits=%d processes=%d | polled=%d redeliveries=%d txn committed=%d aborted=%d unknown=%d ambiguous=%d(committed %d) producer-resets=%d ack-errors=%d claim-conflicts=%d already-committed=%d | output=%d dead-letters=%d aborted-records=%d reader=%d (dups %d) | %s | %s",
+	return fmt.Sprintf("CHAOS %s seed=%d %s records=%d relays=%dx%d | kills=%d failpoint-kills=%d sigterms=%d sigstops=%d network=[%s] broker-kill9=%d broker-restarts=%d%s (share-stalls %d) hanging-txns=%d (held %d, continued %d) orphaned-claims=%d (settled %d committed, %d aborted; unsettled %d) relay-exits=%d processes=%d | polled=%d redeliveries=%d txn committed=%d aborted=%d unknown=%d ambiguous=%d(committed %d) producer-resets=%d ack-errors=%d claim-conflicts=%d already-committed=%d | output=%d dead-letters=%d aborted-records=%d reader=%d (dups %d) | %s | %s",
 		r.Scenario, r.Seed, r.Delivery, r.Records, r.Relays, r.Workers,
-		r.Kills, r.FailpointKills, r.Terms, r.Pauses, r.toxicsString(), r.BrokerKills, r.BrokerStops, r.ShareStalls, r.HangingTxns, r.HeldHanging, r.LostMarkers,
+		r.Kills, r.FailpointKills, r.Terms, r.Pauses, r.toxicsString(), r.BrokerKills, r.BrokerStops, r.nodesString(), r.ShareStalls, r.HangingTxns, r.HeldHanging, r.LostMarkers,
 		r.OrphanedClaims, r.SettledCommitted, r.SettledAborted, r.UnsettledClaims, r.RelayExits, r.Incarnations,
 		r.Polled, r.Redeliveries, r.Committed, r.Aborted, r.Unknown, r.Ambiguous, r.AmbiguousCommitted, r.ProducerResets, r.AckErrors, r.ClaimConflicts, r.AlreadyCommitted,
 		r.Output, r.DeadLettered, r.AbortedRecords, r.ReaderRecords, r.ReaderDuplicates, r.Elapsed, r.Verdict)
@@ -165,14 +185,18 @@ func writeReport() {
 
 func markdown(rs []*result) string {
 	var b strings.Builder
-	b.WriteString("| scenario | seed | delivery | records | relays×workers | SIGKILL | failpoint kills | SIGTERM | SIGSTOP | network faults | broker kill -9 / clean | hanging txns completed (held) | orphaned claims (settled C/A, unsettled) | relay exits | redeliveries | txn aborted | txn unknown | ambiguous commits | producer resets | ack errors | claim conflicts | aborted records | dead letters | time | verifier |\n")
-	b.WriteString("|---|---:|---|---:|---|---:|---:|---:|---:|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| scenario | seed | delivery | records | relays×workers | SIGKILL | failpoint kills | SIGTERM | SIGSTOP | network faults | broker kill -9 / clean | node faults (by role), leader changes | hanging txns completed (held) | orphaned claims (settled C/A, unsettled) | relay exits | redeliveries | txn aborted | txn unknown | ambiguous commits | producer resets | ack errors | claim conflicts | aborted records | dead letters | time | verifier |\n")
+	b.WriteString("|---|---:|---|---:|---|---:|---:|---:|---:|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	var total time.Duration
 	for _, r := range rs {
 		total += r.elapsed
-		fmt.Fprintf(&b, "| %s | %d | %s | %d | %d×%d | %d | %d | %d | %d | %s | %d / %d | %d (%d) | %d (%d/%d, %d) | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s |\n",
+		nodes := "–"
+		if r.Nodes > 1 {
+			nodes = fmt.Sprintf("%s (%s), %d", countsString(r.NodeFaults), countsString(r.NodeRoles), r.LeaderChanges)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %d | %d×%d | %d | %d | %d | %d | %s | %d / %d | %s | %d (%d) | %d (%d/%d, %d) | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s |\n",
 			r.Scenario, r.Seed, r.Delivery, r.Records, r.Relays, r.Workers, r.Kills, r.FailpointKills, r.Terms, r.Pauses,
-			r.toxicsString(), r.BrokerKills, r.BrokerStops, r.HangingTxns, r.HeldHanging, r.OrphanedClaims, r.SettledCommitted, r.SettledAborted, r.UnsettledClaims, r.RelayExits, r.Redeliveries, r.Aborted, r.Unknown, r.Ambiguous, r.ProducerResets, r.AckErrors,
+			r.toxicsString(), r.BrokerKills, r.BrokerStops, nodes, r.HangingTxns, r.HeldHanging, r.OrphanedClaims, r.SettledCommitted, r.SettledAborted, r.UnsettledClaims, r.RelayExits, r.Redeliveries, r.Aborted, r.Unknown, r.Ambiguous, r.ProducerResets, r.AckErrors,
 			r.ClaimConflicts, r.AbortedRecords, r.DeadLettered, r.Elapsed, r.Verdict)
 	}
 	fmt.Fprintf(&b, "\nTotal scenario time: %s\n", total.Round(time.Second))

@@ -410,9 +410,19 @@ func (s *scenario) checkDeadLetters(n int) []string {
 // stream in over most of that time. Two nemeses run at once, so faults
 // overlap: one works on the relay processes (SIGKILL, SIGTERM, SIGSTOP,
 // and restarts with a random failpoint), the other on the network and the
-// broker.
+// broker. With CHAOS_NODES=3 it runs on the three-node cluster, where a
+// third nemesis works on the nodes (nodeNemesis) instead of the broker
+// bounces.
 func TestChaosNemesis(t *testing.T) {
-	dur := nemesisDuration()
+	n := needProxy | needBroker
+	if clusterNodes(t) > 1 {
+		n |= needCluster
+	}
+	nemesis(t, n, 0, nemesisDuration())
+}
+
+// nemesis runs scenario 10 with records (0: CHAOS_RECORDS) for dur.
+func nemesis(t *testing.T, n needs, records int, dur time.Duration) {
 	var s *scenario
 	env := func(_, inc int) []string {
 		if inc == 1 || s.intn(3) != 0 {
@@ -427,12 +437,12 @@ func TestChaosNemesis(t *testing.T) {
 		}
 		return []string{fp(specs[s.intn(len(specs))])}
 	}
-	s = newScenario(t, needProxy|needBroker, opts{Workers: 3, Transforms: work, Env: env})
-	n := s.o.Records
-	s.seedRange(1, n/10)
+	s = newScenario(t, n, opts{Records: records, Workers: 3, Transforms: work, Env: env})
+	records = s.o.Records
+	s.seedRange(1, records/10)
 	s.startAll()
 	s.startJanitor()
-	wait := s.stream(n/10+1, n, dur*8/10)
+	wait := s.stream(records/10+1, records, dur*8/10)
 	cuts0 := cutsDone.Load()
 	end := time.Now().Add(dur)
 	done := make(chan struct{})
@@ -458,6 +468,13 @@ func TestChaosNemesis(t *testing.T) {
 				}
 				s.sleep(s.between(5*time.Second, 15*time.Second))
 				s.removeToxic(slot, "endtxn-cut")
+			case s.env.cluster != nil:
+				// The nodes have their own nemesis; here relays lose
+				// one node while the cluster keeps it.
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				node, _, _ := s.victim(ctx)
+				cancel()
+				s.netFaultTo(toxIsolate, toxBlackhole, s.victims(), node, s.between(3*time.Second, 10*time.Second))
 			default:
 				if time.Since(lastBroker) > 45*time.Second && time.Until(end) > 30*time.Second {
 					if err := s.bounceBroker(s.intn(2) == 0, s.between(0, 3*time.Second)); err != nil {
@@ -468,6 +485,13 @@ func TestChaosNemesis(t *testing.T) {
 				}
 			}
 			s.sleep(s.between(time.Second, 5*time.Second))
+		}
+	}()
+	nodesDone := make(chan struct{})
+	go func() { // the node nemesis, on the cluster
+		defer close(nodesDone)
+		if s.env.cluster != nil {
+			s.nodeNemesis(end)
 		}
 	}()
 	for time.Now().Before(end) { // the process nemesis
@@ -483,6 +507,7 @@ func TestChaosNemesis(t *testing.T) {
 		s.sleep(s.between(time.Second, 6*time.Second))
 	}
 	<-done
+	<-nodesDone
 	wait()
 	s.count(func(r *result) { r.Toxics[toxEndTxnCut] = int(cutsDone.Load() - cuts0) })
 	s.finish()
@@ -811,4 +836,19 @@ func TestChaosVerifierCatchesDuplicates(t *testing.T) {
 		t.Errorf("the concurrent read_committed reader saw no duplicate although the verifier found %d", rep.Total.Duplicated)
 	}
 	t.Logf("the verifier caught %d duplicated source records (e.g. %v); the concurrent reader saw %d", rep.Total.Duplicated, samples(rep, false), s.res.ReaderDuplicates)
+}
+
+// The CI size of the cluster's nemesis: about four minutes of wall time,
+// cluster start included.
+const (
+	clusterNemesisRecords = 80_000
+	clusterNemesisFaults  = 150 * time.Second
+)
+
+// 14. TestChaosClusterNemesis is scenario 10 on the three-node cluster
+// (CHAOS_NODES=3) at a size for every CI run: 80,000 records and 150 s of
+// faults, among them the node nemesis. make soak-cluster runs scenario 10
+// on the cluster for a million records and 20 minutes.
+func TestChaosClusterNemesis(t *testing.T) {
+	nemesis(t, needProxy|needBroker|needCluster, clusterNemesisRecords, clusterNemesisFaults)
 }

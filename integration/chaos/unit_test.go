@@ -58,3 +58,18 @@ go_goroutines 12
 		t.Errorf("parseMetrics = %v, want %v", got, want)
 	}
 }
+
+// The report line names the node faults by kind and role and the leader
+// changes on the cluster, and keeps the single node's line as it was.
+func TestReportLineNodes(t *testing.T) {
+	single := &result{Scenario: "Nemesis", Nodes: 1, Toxics: map[string]int{}}
+	if l := single.line(); strings.Contains(l, "nodes=") || !strings.Contains(l, "broker-restarts=0 (share-stalls 0)") {
+		t.Errorf("single-node line: %s", l)
+	}
+	cluster := &result{Scenario: "ClusterNemesis", Nodes: 3, Toxics: map[string]int{},
+		NodeFaults: map[string]int{nodePause: 1, nodeKill: 2}, NodeRoles: map[string]int{roleController: 1, roleAny: 2}, LeaderChanges: 7}
+	want := "broker-restarts=0 nodes=3 node-faults=[kill9 2, sigstop 1] by-role=[any 2, controller 1] leader-changes=7 (share-stalls 0)"
+	if l := cluster.line(); !strings.Contains(l, want) {
+		t.Errorf("cluster line: %s\nwant it to contain: %s", l, want)
+	}
+}

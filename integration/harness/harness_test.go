@@ -89,9 +89,9 @@ func TestCreateTopicsPlacesPartitionsAndSetsConfigs(t *testing.T) {
 	}
 	mu.Lock()
 	for name, want := range map[string]string{
-		"anywhere":      "[parts 3 factor 1]",
+		"anywhere":      "[parts 3 factor -1]",
 		"on-node-1":     "[parts -1 factor -1 0:[1] 1:[1] 2:[1] 3:[1]]",
-		"one-partition": "[parts 1 factor 1]",
+		"one-partition": "[parts 1 factor -1]",
 	} {
 		if got := fmt.Sprint(asked[name]); got != want {
 			t.Errorf("CreateTopics asked for %s: %s, want %s", name, got, want)

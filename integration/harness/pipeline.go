@@ -50,8 +50,8 @@ type PipelineOptions struct {
 	// node id; 0 (default) lets the controller choose.
 	OnBroker int32
 	// Replicas is the replication factor of the pipeline's topics
-	// (harness.Topic.Replicas: 0 means 1, -1 the cluster's default). The
-	// relay creates the ledger itself, at min(3, brokers).
+	// (harness.Topic.Replicas: 0 means the cluster's default). The relay
+	// creates the ledger itself, at min(3, brokers).
 	Replicas int16
 	// OutputOnBroker places the output topic on this broker instead
 	// (default OnBroker).

@@ -14,16 +14,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Topic is a topic to create, with replication factor 1 unless it says
-// otherwise: the single-node test brokers, or nodes a test stops one at a
-// time on purpose.
+// Topic is a topic to create, with the cluster's default replication
+// factor: 1 on the single test brokers (and on nodes a test stops one at a
+// time on purpose, which keep Kafka's default), 3 with min.insync.replicas
+// 2 on kafkatest's local cluster, as in production.
 type Topic struct {
 	Name string
 	// Partitions is the number of partitions (default 1).
 	Partitions int32
-	// Replicas is the replication factor: 0 means 1, -1 the cluster's
-	// default.replication.factor (3 on a kafkatest.Cluster). Ignored with
-	// Broker.
+	// Replicas is the replication factor; 0 means the cluster's
+	// default.replication.factor. Ignored with Broker.
 	Replicas int16
 	// Broker, when not 0, places every partition on the broker with this
 	// node id (a replica assignment), e.g. so that a test can stop the
@@ -95,7 +95,7 @@ func createTopic(ctx context.Context, cl *kgo.Client, t Topic) error {
 		parts = 1
 	}
 	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Name, parts, cmp.Or(t.Replicas, 1)
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Name, parts, cmp.Or(t.Replicas, -1)
 	if t.Broker != 0 {
 		// With an assignment, the count and the factor come from it.
 		rt.NumPartitions, rt.ReplicationFactor = -1, -1

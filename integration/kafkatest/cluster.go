@@ -30,6 +30,12 @@ type ClusterOptions struct {
 	// Properties add to or override the replicated defaults of every node
 	// (see [ReplicatedProperties]); an empty value removes one.
 	Properties map[string]string
+	// Listeners[i] are extra client listeners of node i+1, as
+	// [WithListeners] adds them to one broker: for a proxy per node in
+	// front of some clients, each node's listener advertising its own
+	// proxy. Set each Port when something must forward to it; a port
+	// left at 0 is picked at start and not reported back.
+	Listeners [][]Listener
 	// LibDir, JVMArgs and StartTimeout are those of [Options], for every
 	// node.
 	LibDir       string
@@ -129,12 +135,19 @@ func (c *Cluster) start(ctx context.Context, n int, props map[string]string, o C
 	}
 	c.nodes = c.nodes[:0]
 	for i := range n {
-		b, err := newBroker(ctx, Options{
+		opts := Options{
 			Dir:  filepath.Join(c.dir, "node-"+strconv.Itoa(i+1)),
 			Port: ports[i][0], ControllerPort: ports[i][1],
 			NodeID: i + 1, Voters: strings.Join(voters, ","),
 			Properties: props, LibDir: o.LibDir, JVMArgs: o.JVMArgs, StartTimeout: o.StartTimeout,
-		})
+		}
+		if i < len(o.Listeners) && len(o.Listeners[i]) > 0 {
+			var err error
+			if opts, _, err = WithListeners(opts, o.Listeners[i]...); err != nil {
+				return fmt.Errorf("node %d: %w", i+1, err)
+			}
+		}
+		b, err := newBroker(ctx, opts)
 		if err != nil {
 			return err
 		}

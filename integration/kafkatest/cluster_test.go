@@ -113,3 +113,35 @@ func TestLocalClusterIsReplicatedAndSurvivesTheLossOfTheActiveController(t *test
 	}
 	t.Logf("controller moved from node %d to node %d; %d partitions were short while it was down", ctrl, next, len(short))
 }
+
+// A cluster whose every node was stopped (as a test binary stops it to run
+// another) heals: the nodes start together, as none is ready before a
+// majority of the quorum runs, and the cluster takes writes again.
+func TestLocalClusterHealsWithEveryNodeStopped(t *testing.T) {
+	c := kafkatest.LocalCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range c.Nodes() {
+		if b.Running() {
+			t.Fatalf("node %d still running after Stop", i+1)
+		}
+	}
+	if err := c.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Seeds()...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	topic := "cluster-heal-" + time.Now().Format("150405.000000")
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("produce with acks=all after healing a stopped cluster: %v", err)
+	}
+}

@@ -67,7 +67,8 @@ func LocalCluster(t testing.TB) *Cluster {
 }
 
 // Heal starts every stopped node, resumes every paused one, and waits
-// until every partition is back in sync.
+// until every partition is back in sync. The stopped nodes start together:
+// with a majority of them stopped, none is ready before the others run.
 func (c *Cluster) Heal(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
@@ -76,12 +77,20 @@ func (c *Cluster) Heal(ctx context.Context) error {
 			return fmt.Errorf("heal the cluster: %w", err)
 		}
 	}
+	errs := make([]error, len(c.nodes))
+	var wg sync.WaitGroup
 	for i, b := range c.nodes {
 		if !b.Running() {
-			if err := b.Start(ctx); err != nil {
-				return fmt.Errorf("heal the cluster: start node %d: %w", i+1, err)
-			}
+			wg.Go(func() {
+				if err := b.Start(ctx); err != nil {
+					errs[i] = fmt.Errorf("heal the cluster: start node %d: %w", i+1, err)
+				}
+			})
 		}
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	if err := c.WaitInSync(ctx, 2*time.Minute); err != nil {
 		return fmt.Errorf("heal the cluster: %w", err)

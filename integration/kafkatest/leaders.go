@@ -149,13 +149,14 @@ func (c *Cluster) Coordinator(ctx context.Context, kind CoordinatorKind, key str
 		if err != nil {
 			return -1, err
 		}
-		for _, co := range resp.Coordinators {
-			if err := kerr.ErrorForCode(co.ErrorCode); err != nil {
-				return -1, err
-			}
-			return co.NodeID, nil
+		if len(resp.Coordinators) == 0 {
+			return -1, errors.New("empty answer")
 		}
-		return -1, errors.New("empty answer")
+		co := resp.Coordinators[0] // the one key asked
+		if err := kerr.ErrorForCode(co.ErrorCode); err != nil {
+			return -1, err
+		}
+		return co.NodeID, nil
 	})
 }
 
@@ -175,15 +176,14 @@ func (c *Cluster) ActiveController(ctx context.Context) (int32, error) {
 		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 			return -1, err
 		}
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-					return -1, err
-				}
-				return p.LeaderID, nil
-			}
+		if len(resp.Topics) == 0 || len(resp.Topics[0].Partitions) == 0 {
+			return -1, errors.New("empty answer")
 		}
-		return -1, errors.New("empty answer")
+		qp := resp.Topics[0].Partitions[0] // the one partition asked
+		if err := kerr.ErrorForCode(qp.ErrorCode); err != nil {
+			return -1, err
+		}
+		return qp.LeaderID, nil
 	})
 }
 
