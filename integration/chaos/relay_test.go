@@ -174,10 +174,13 @@ func (r *relay) kill(restart time.Duration) bool {
 // term sends SIGTERM and waits for a clean exit (status 0) for up to
 // grace, then SIGKILLs. It returns the exit status, or -1 when nothing ran,
 // and whether the process had logged anything (reached its main).
-func (r *relay) term(restart, grace time.Duration) (code int, took time.Duration, logged bool) {
+//
+// fp names the relay's own failpoint when one killed it while it
+// drained (a kill@ failpoint armed for a commit the drain makes).
+func (r *relay) term(restart, grace time.Duration) (code int, took time.Duration, logged bool, fp string) {
 	inc := r.current()
 	if inc == nil {
-		return -1, 0, false
+		return -1, 0, false, ""
 	}
 	r.mu.Lock()
 	r.nextDelay = restart
@@ -191,7 +194,7 @@ func (r *relay) term(restart, grace time.Duration) (code int, took time.Duration
 		inc.setCause("SIGTERM timeout, SIGKILL")
 		inc.Kill()
 	}
-	return inc.ExitCode(), time.Since(start), inc.LogTail(1) != ""
+	return inc.ExitCode(), time.Since(start), inc.LogTail(1) != "", failpointKill(inc)
 }
 
 // stopForGood stops the relay with SIGTERM (SIGKILL after 60 s) and ends
