@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sharerelay/sharerelay/integration/harness"
 	"github.com/sharerelay/sharerelay/integration/kafkatest"
@@ -407,20 +409,13 @@ func TestRealClusterCIBelowMinInSyncReplicasPausesAndResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The ISR shrinks after replica.lag.time.max.ms (6 s here).
-	waitISR(t, ctx, r.c, r.p.Output, 0, 2)
+	waitISR(t, r.c.Node(leader), r.p.Output, 0, 2)
 	atMin := r.sum("sharerelay_records_produced_total", "")
 	r.waitProduced(int64(atMin)+200, time.Minute)
 	t.Logf("node %d paused: %s[0] has 2 in-sync replicas (min.insync.replicas 2), and the relays wrote on", follower, r.p.Output)
 
 	before := r.counters()
-	// Through the nodes that answer: the paused one holds any request.
-	var live []string
-	for i, b := range r.c.Nodes() {
-		if int32(i+1) != follower {
-			live = append(live, b.Addr())
-		}
-	}
-	alterTopic(t, live, r.p.Output, "min.insync.replicas", "3")
+	alterTopicOn(t, r.c.Node(leader), r.p.Output, "min.insync.replicas", "3")
 	paused := r.waitNotReady(time.Minute)
 	t.Logf("output min.insync.replicas 3 with 2 in sync: relay not ready: %s", paused)
 	held := r.sum("sharerelay_records_produced_total", "")
@@ -437,7 +432,7 @@ func TestRealClusterCIBelowMinInSyncReplicasPausesAndResumes(t *testing.T) {
 	if err := r.c.Node(follower).Resume(); err != nil {
 		t.Fatal(err)
 	}
-	waitISR(t, ctx, r.c, r.p.Output, 0, 3)
+	waitISR(t, r.c.Node(leader), r.p.Output, 0, 3)
 	r.waitReady(2 * time.Minute)
 	alterTopic(t, r.p.Seeds, r.p.Output, "min.insync.replicas", "2")
 	after := r.finish()
@@ -447,26 +442,77 @@ func TestRealClusterCIBelowMinInSyncReplicasPausesAndResumes(t *testing.T) {
 	}
 }
 
-// waitISR waits until topic's partition has want in-sync replicas.
-func waitISR(t *testing.T, ctx context.Context, c *kafkatest.Cluster, topic string, partition int32, want int) {
+// alterTopicOn sets topic's config key through node alone, retrying for
+// up to a minute: a client that knows the whole cluster may send the
+// request to a paused node, which holds it, and a paused active
+// controller leaves the quorum electing another for a few seconds.
+func alterTopicOn(t *testing.T, node *kafkatest.Broker, topic, key, value string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Seeds()...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(node.Addr()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Op, c.Value = key, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(value)
+	res.Configs = append(res.Configs, c)
+	req.Resources = append(req.Resources, res)
 	deadline := time.Now().Add(time.Minute)
 	for {
-		cl.PurgeTopicsFromClient(topic)
-		md, err := adm.Metadata(ctx, topic)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		resp, err := cl.SeedBrokers()[0].Request(ctx, req) // that node, and no other
+		cancel()
 		if err == nil {
-			if p, ok := md.Topics[topic].Partitions[partition]; ok && len(p.ISR) == want {
+			for _, r := range resp.(*kmsg.IncrementalAlterConfigsResponse).Resources {
+				err = kerr.ErrorForCode(r.ErrorCode)
+			}
+		}
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("setting %s=%s on %s through %s: %v", key, value, topic, node.Addr(), err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// waitISR waits until topic's partition has want in-sync replicas, asking
+// node alone (a paused node would hold a request sent to it).
+func waitISR(t *testing.T, node *kafkatest.Broker, topic string, partition int32, want int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(node.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	deadline := time.Now().Add(time.Minute)
+	isr := -1
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+		cancel()
+		if err == nil {
+			for _, mt := range resp.(*kmsg.MetadataResponse).Topics {
+				for _, p := range mt.Partitions {
+					if p.Partition == partition {
+						isr = len(p.ISR)
+					}
+				}
+			}
+			if isr == want {
 				return
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s[%d] did not reach %d in-sync replicas within a minute (last %v)", topic, partition, want, err)
+			t.Fatalf("%s[%d] did not reach %d in-sync replicas within a minute (last %d, %v)", topic, partition, want, isr, err)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -550,5 +596,5 @@ func (r *clusterRun) reassign(ctx context.Context, topic string, replicas []int3
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	waitISR(r.t, ctx, r.c, topic, 0, len(replicas))
+	waitISR(r.t, r.c.Node(replicas[0]), topic, 0, len(replicas))
 }
