@@ -347,7 +347,8 @@ func TestRealClusterActiveControllerKilled(t *testing.T) {
 // with SIGTERM (a controlled shutdown: it hands its leaderships over
 // first), started again, and waited for until every partition is back in
 // sync before the next.
-func TestRealClusterCIRollingRestart(t *testing.T) {
+func TestRealClusterRollingRestart(t *testing.T) {
+	clusterTestsAll(t)
 	r := startClusterRun(t, clusterRecords)
 	ctx := r.ctx()
 	before := r.counters()
