@@ -235,7 +235,7 @@
 //     incarnations, and every record is in the final topic once or went
 //     with a deleted one.
 //  14. ClusterNemesis — scenario 10 on the three-node cluster, sized for
-//     every CI run (80,000 records, 150 s of faults). The broker bounces
+//     every CI run (60,000 records, 100 s of faults). The broker bounces
 //     give way to a node nemesis of their own, one fault after another,
 //     3–10 s apart: kill -9 a node (restarted after 0–5 s), SIGTERM it
 //     (restarted after 0–5 s), SIGSTOP it for 2–10 s (past the 4 s broker

@@ -838,15 +838,15 @@ func TestChaosVerifierCatchesDuplicates(t *testing.T) {
 	t.Logf("the verifier caught %d duplicated source records (e.g. %v); the concurrent reader saw %d", rep.Total.Duplicated, samples(rep, false), s.res.ReaderDuplicates)
 }
 
-// The CI size of the cluster's nemesis: about four minutes of wall time,
+// The CI size of the cluster's nemesis: about three minutes of wall time,
 // cluster start included.
 const (
-	clusterNemesisRecords = 80_000
-	clusterNemesisFaults  = 150 * time.Second
+	clusterNemesisRecords = 60_000
+	clusterNemesisFaults  = 100 * time.Second
 )
 
 // 14. TestChaosClusterNemesis is scenario 10 on the three-node cluster
-// (CHAOS_NODES=3) at a size for every CI run: 80,000 records and 150 s of
+// (CHAOS_NODES=3) at a size for every CI run: 60,000 records and 100 s of
 // faults, among them the node nemesis. make soak-cluster runs scenario 10
 // on the cluster for a million records and 20 minutes.
 func TestChaosClusterNemesis(t *testing.T) {
