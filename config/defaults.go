@@ -133,21 +133,33 @@ func (p *Pipeline) setDefaults(explicit func(path string) bool) {
 	str("client.producer.compression", &p.Client.Producer.Compression, DefaultCompression)
 	num("client.consumer.fetch_max_bytes", &p.Client.Consumer.FetchMaxBytes, DefaultFetchMaxBytes)
 	dur("client.consumer.fetch_max_wait", &p.Client.Consumer.FetchMaxWait, DefaultFetchMaxWait)
+	if c := p.Source.Cluster; c != nil {
+		c.Client.inheritClient(p.Client, sourceClusterPath+".client", explicit)
+	}
 }
 
-// splitBrokers splits comma-separated entries of p.Brokers
-// ("a:9092,b:9092", the usual form of $KAFKA_BOOTSTRAP_SERVERS) into one
-// broker each, and records which YAML list element each came from.
+// splitBrokers splits comma-separated entries of p.Brokers and of
+// source.cluster.brokers ("a:9092,b:9092", the usual form of
+// $KAFKA_BOOTSTRAP_SERVERS) into one broker each, and records which YAML
+// list element each came from.
 func splitBrokers(p *Pipeline, l *loader) {
-	var (
-		out []string
-		idx []int
-	)
-	for i, b := range p.Brokers {
-		for part := range strings.SplitSeq(b, ",") {
-			out = append(out, strings.TrimSpace(part))
-			idx = append(idx, i)
+	split := func(path string, brokers []string) []string {
+		var (
+			out []string
+			idx []int
+		)
+		for i, b := range brokers {
+			for part := range strings.SplitSeq(b, ",") {
+				out = append(out, strings.TrimSpace(part))
+				idx = append(idx, i)
+			}
 		}
+		l.brokerIndex[path] = idx
+		return out
 	}
-	p.Brokers, l.brokerIndex = out, idx
+	l.brokerIndex = map[string][]int{}
+	p.Brokers = split("brokers", p.Brokers)
+	if c := p.Source.Cluster; c != nil {
+		c.Brokers = split(sourceClusterPath+".brokers", c.Brokers)
+	}
 }

@@ -153,7 +153,7 @@ type loader struct {
 	bad map[string]bool
 	// brokerIndex maps an index into Pipeline.Brokers, after splitting
 	// comma-separated entries, to the index of the YAML list element.
-	brokerIndex []int
+	brokerIndex map[string][]int
 	// lines are the file's lines, to locate a position within a scalar.
 	lines []string
 	// fromEnv holds the scalars interpolated from the environment;

@@ -144,6 +144,12 @@ func (p *Pipeline) secrets() []string {
 	var out []string
 	var walk func(v reflect.Value)
 	walk = func(v reflect.Value) {
+		for v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return
+			}
+			v = v.Elem()
+		}
 		switch {
 		case v.Type() == secretType:
 			out = append(out, v.String())

@@ -73,6 +73,28 @@ type Source struct {
 	// the two above, e.g. share.record.lock.duration.ms or
 	// share.delivery.count.limit. Keys must start with "share.".
 	GroupConfigs map[string]string `yaml:"group_configs" json:"group_configs"`
+	// Cluster, when set, is the cluster the source topics and the share
+	// group live on; the pipeline's own brokers, tls, sasl and client
+	// are then the cluster of the outputs, dead letters and claim ledger
+	// only. Nil (default): the source is on that cluster too. See
+	// Pipeline.SourceCluster.
+	Cluster *Cluster `yaml:"cluster" json:"cluster"`
+}
+
+// Cluster is a Kafka cluster and how the relay connects to it.
+type Cluster struct {
+	// Brokers are the cluster's seed brokers. Required.
+	Brokers []string `yaml:"brokers" json:"brokers"`
+	// TLS and SASL secure the connections to this cluster. Neither is
+	// taken from the other cluster's: each cluster has its own
+	// certificates and principals, and a credential is never sent to a
+	// cluster it was not written for.
+	TLS  TLS  `yaml:"tls" json:"tls"`
+	SASL SASL `yaml:"sasl" json:"sasl"`
+	// Client tunes the clients of this cluster. In source.cluster, a
+	// key left out takes the pipeline's client value, and the producer
+	// keys are refused: the relay writes nothing to the source cluster.
+	Client Client `yaml:"client" json:"client"`
 }
 
 // Output is where transformed records go.

@@ -71,9 +71,11 @@ type validator struct {
 	p *Pipeline
 	// explicit reports whether the file set a path (Validate: never).
 	explicit func(path string) bool
-	// brokerIndex maps p.Brokers indexes to YAML list indexes (nil:
-	// identity).
-	brokerIndex []int
+	// brokerIndex maps the indexes of a broker list, after splitting
+	// comma-separated entries, to YAML list indexes, by the list's path
+	// ("brokers", "source.cluster.brokers"); a list it lacks maps each
+	// index to itself.
+	brokerIndex map[string][]int
 	// envRef returns the text as written and the value of a scalar read
 	// from the environment (nil: none was).
 	envRef func(path string) (ref, val string, ok bool)
@@ -136,18 +138,7 @@ func (v *validator) validate() {
 		v.add("name", "%s may only hold letters, digits and . _ -", v.show("name", p.Name))
 	}
 
-	if len(p.Brokers) == 0 {
-		v.add("brokers", "required: at least one host:port")
-	}
-	for i, b := range p.Brokers {
-		path := "brokers[" + strconv.Itoa(i) + "]"
-		if v.brokerIndex != nil {
-			path = "brokers[" + strconv.Itoa(v.brokerIndex[i]) + "]"
-		}
-		if msg := checkHostPort(b, v.show(path, b), true); msg != "" {
-			v.add(path, "%s", msg)
-		}
-	}
+	v.brokers("brokers", p.Brokers)
 
 	if p.Delivery != AtLeastOnce && p.Delivery != ExactlyOnce {
 		v.add("delivery", "must be %s or %s, got %s", ExactlyOnce, AtLeastOnce, v.show("delivery", p.Delivery))
@@ -201,9 +192,27 @@ func (v *validator) validate() {
 		v.add("cel.cost_limit", "must be between 1 and %d, got %d (leave it out for the default, %d)", transform.MaxCostLimit, n, transform.DefaultCostLimit)
 	}
 	v.transforms()
-	v.tls()
-	v.sasl()
-	v.client()
+	v.tls("tls", p.TLS)
+	v.sasl("sasl", p.SASL, p.TLS.Enabled)
+	v.client("client", p.Client)
+	v.sourceCluster()
+}
+
+// brokers checks the seed brokers of a cluster, the list at path.
+func (v *validator) brokers(path string, brokers []string) {
+	if len(brokers) == 0 {
+		v.add(path, "required: at least one host:port")
+	}
+	for i, b := range brokers {
+		at := i
+		if idx, ok := v.brokerIndex[path]; ok && i < len(idx) {
+			at = idx[i]
+		}
+		p := path + "[" + strconv.Itoa(at) + "]"
+		if msg := checkHostPort(b, v.show(p, b), true); msg != "" {
+			v.add(p, "%s", msg)
+		}
+	}
 }
 
 func (v *validator) source() {
@@ -254,7 +263,9 @@ func (v *validator) source() {
 // of them feeds a source topic or another of them.
 func (v *validator) outputs() {
 	p := v.p
-	isSource := func(t string) bool { return slices.Contains(p.Source.Topics, t) }
+	// Across clusters a topic name means a different topic on each side:
+	// an output may carry its source's name.
+	isSource := func(t string) bool { return !p.CrossCluster() && slices.Contains(p.Source.Topics, t) }
 
 	out := p.Output.Topic
 	switch msg := checkTopic(out, v.show("output.topic", out)); {
@@ -320,7 +331,7 @@ func (v *validator) transforms() {
 			switch msg := checkTopic(t, v.show(path, t)); {
 			case msg != "":
 				v.add(path, "%s", msg)
-			case slices.Contains(p.Source.Topics, t):
+			case !p.CrossCluster() && slices.Contains(p.Source.Topics, t):
 				v.add(path, "%s is also a source topic: the pipeline would consume its own output", v.show(path, t))
 			case t == p.DeadLetter.Topic:
 				v.add(path, "%s is the dead-letter topic: failed records must not mix with good ones", v.show(path, t))

@@ -36,8 +36,8 @@ var (
 	clientIDRE  = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
 )
 
-func (v *validator) tls() {
-	t := v.p.TLS
+// tls checks the TLS section at prefix ("tls", "source.cluster.tls").
+func (v *validator) tls(prefix string, t TLS) {
 	if !t.Enabled {
 		var set []string
 		for _, f := range []saslField{ // not SASL's, but the same shape
@@ -49,37 +49,37 @@ func (v *validator) tls() {
 			}
 		}
 		if len(set) > 0 {
-			v.warn("tls.enabled", "TLS is off, so %s %s ignored: set enabled: true to use TLS",
+			v.warn(prefix+".enabled", "TLS is off, so %s %s ignored: set enabled: true to use TLS",
 				strings.Join(set, ", "), plural(len(set), "is", "are"))
 		}
 		return
 	}
 	if t.CAFile != "" {
-		if data, ok := v.readFile("tls.ca_file", t.CAFile); ok && !hasCertificate(data) {
-			v.add("tls.ca_file", "%s holds no PEM certificate", v.show("tls.ca_file", t.CAFile))
+		if data, ok := v.readFile(prefix+".ca_file", t.CAFile); ok && !hasCertificate(data) {
+			v.add(prefix+".ca_file", "%s holds no PEM certificate", v.show(prefix+".ca_file", t.CAFile))
 		}
 	}
 	switch {
 	case t.CertFile != "" && t.KeyFile == "":
-		v.add("tls.key_file", "required with tls.cert_file: the private key of the client certificate")
-		v.readFile("tls.cert_file", t.CertFile)
+		v.add(prefix+".key_file", "required with tls.cert_file: the private key of the client certificate")
+		v.readFile(prefix+".cert_file", t.CertFile)
 	case t.KeyFile != "" && t.CertFile == "":
-		v.add("tls.cert_file", "required with tls.key_file: the client certificate of the private key")
-		v.readFile("tls.key_file", t.KeyFile)
+		v.add(prefix+".cert_file", "required with tls.key_file: the client certificate of the private key")
+		v.readFile(prefix+".key_file", t.KeyFile)
 	case t.CertFile != "":
-		cert, certOK := v.readFile("tls.cert_file", t.CertFile)
-		key, keyOK := v.readFile("tls.key_file", t.KeyFile)
+		cert, certOK := v.readFile(prefix+".cert_file", t.CertFile)
+		key, keyOK := v.readFile(prefix+".key_file", t.KeyFile)
 		if certOK && keyOK {
 			if _, err := tls.X509KeyPair(cert, key); err != nil {
 				// The error names what is wrong ("private key does not
 				// match public key"), never the key's content.
-				v.add("tls.cert_file", "%s and tls.key_file %s are not a certificate and its key: %s",
-					v.show("tls.cert_file", t.CertFile), v.show("tls.key_file", t.KeyFile), strings.TrimPrefix(err.Error(), "tls: "))
+				v.add(prefix+".cert_file", "%s and tls.key_file %s are not a certificate and its key: %s",
+					v.show(prefix+".cert_file", t.CertFile), v.show(prefix+".key_file", t.KeyFile), strings.TrimPrefix(err.Error(), "tls: "))
 			}
 		}
 	}
 	if t.InsecureSkipVerify {
-		v.warn("tls.insecure_skip_verify", "the brokers' certificates are not verified: anyone between the relay and the brokers can read and change the traffic, credentials included")
+		v.warn(prefix+".insecure_skip_verify", "the brokers' certificates are not verified: anyone between the relay and the brokers can read and change the traffic, credentials included")
 	}
 }
 
@@ -148,13 +148,14 @@ var saslUses = map[string][]string{
 	MechanismAWSMSKIAM:   {"region"},
 }
 
-func (v *validator) sasl() {
-	s := v.p.SASL
+// sasl checks the SASL section at prefix of a cluster whose TLS is on
+// or not.
+func (v *validator) sasl(prefix string, s SASL, tlsOn bool) {
 	fields := saslFields(s)
 	m := s.Mechanism
 	if m == "" {
-		if slices.ContainsFunc(fields, func(f saslField) bool { return f.set }) || v.explicit("sasl.mechanism") {
-			v.add("sasl.mechanism", "required: one of %s", strings.Join(Mechanisms, ", "))
+		if slices.ContainsFunc(fields, func(f saslField) bool { return f.set }) || v.explicit(prefix+".mechanism") {
+			v.add(prefix+".mechanism", "required: one of %s", strings.Join(Mechanisms, ", "))
 		}
 		return
 	}
@@ -166,111 +167,121 @@ func (v *validator) sasl() {
 				hint = fmt.Sprintf(" (did you mean %s?)", k)
 			}
 		}
-		v.add("sasl.mechanism", "unknown mechanism %s%s; want one of %s", v.show("sasl.mechanism", m), hint, strings.Join(Mechanisms, ", "))
+		v.add(prefix+".mechanism", "unknown mechanism %s%s; want one of %s", v.show(prefix+".mechanism", m), hint, strings.Join(Mechanisms, ", "))
 		return
 	}
 	for _, f := range fields {
 		if f.set && !slices.Contains(uses, f.name) {
-			v.add("sasl."+f.name, "not used by mechanism %s", m)
+			v.add(prefix+"."+f.name, "not used by mechanism %s", m)
 		}
 	}
-	tlsOn := v.p.TLS.Enabled
 	switch m {
 	case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
 		if s.Username == "" {
-			v.add("sasl.username", "required for %s", m)
+			v.add(prefix+".username", "required for %s", m)
 		}
 		if s.Password == "" {
-			v.add("sasl.password", "required for %s: read it from the environment, e.g. ${KAFKA_PASSWORD}", m)
+			v.add(prefix+".password", "required for %s: read it from the environment, e.g. ${KAFKA_PASSWORD}", m)
 		}
 		if m == MechanismPlain && !tlsOn {
-			v.warn("sasl.mechanism", "PLAIN without TLS sends the password in clear text: enable tls, or use SCRAM-SHA-512")
+			v.warn(prefix+".mechanism", "PLAIN without TLS sends the password in clear text: enable tls, or use SCRAM-SHA-512")
 		}
 	case MechanismOAuthBearer:
-		v.oauth(s)
+		v.oauth(prefix, s)
 		if !tlsOn {
-			v.warn("sasl.mechanism", "OAUTHBEARER without TLS sends the bearer token in clear text: enable tls")
+			v.warn(prefix+".mechanism", "OAUTHBEARER without TLS sends the bearer token in clear text: enable tls")
 		}
 	case MechanismAWSMSKIAM:
 		if s.Region != "" && !awsRegionRE.MatchString(s.Region) {
-			v.add("sasl.region", "%s is not an AWS region such as us-east-1", v.show("sasl.region", s.Region))
+			v.add(prefix+".region", "%s is not an AWS region such as us-east-1", v.show(prefix+".region", s.Region))
 		}
 		if !tlsOn {
-			v.warn("sasl.mechanism", "Amazon MSK accepts IAM authentication only over TLS (port 9098): enable tls")
+			v.warn(prefix+".mechanism", "Amazon MSK accepts IAM authentication only over TLS (port 9098): enable tls")
 		}
 	}
 }
 
-func (v *validator) oauth(s SASL) {
+func (v *validator) oauth(prefix string, s SASL) {
 	switch {
 	case s.TokenFile == "" && s.TokenURL == "":
-		v.add("sasl.mechanism", "OAUTHBEARER needs a token: set token_file (a file holding the token) or token_url, client_id and client_secret (a client-credentials token endpoint)")
+		v.add(prefix+".mechanism", "OAUTHBEARER needs a token: set token_file (a file holding the token) or token_url, client_id and client_secret (a client-credentials token endpoint)")
 	case s.TokenFile != "" && s.TokenURL != "":
-		v.add("sasl.token_url", "set token_file or token_url, not both")
+		v.add(prefix+".token_url", "set token_file or token_url, not both")
 	case s.TokenFile != "":
-		v.readFile("sasl.token_file", s.TokenFile)
+		v.readFile(prefix+".token_file", s.TokenFile)
 		for _, f := range []struct{ name, val string }{{"client_id", s.ClientID}, {"client_secret", string(s.ClientSecret)}, {"scope", s.Scope}} {
 			if f.val != "" {
-				v.add("sasl."+f.name, "only used with token_url")
+				v.add(prefix+"."+f.name, "only used with token_url")
 			}
 		}
 	default:
 		u, err := url.Parse(s.TokenURL)
 		switch {
 		case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
-			v.add("sasl.token_url", "%s is not an http or https URL", v.show("sasl.token_url", s.TokenURL))
+			v.add(prefix+".token_url", "%s is not an http or https URL", v.show(prefix+".token_url", s.TokenURL))
 		case u.User != nil:
-			v.add("sasl.token_url", "must not hold credentials: set client_id and client_secret")
+			v.add(prefix+".token_url", "must not hold credentials: set client_id and client_secret")
 		case u.Scheme == "http":
-			v.warn("sasl.token_url", "the client secret and the tokens travel in clear text over http: use https")
+			v.warn(prefix+".token_url", "the client secret and the tokens travel in clear text over http: use https")
 		}
 		if s.ClientID == "" {
-			v.add("sasl.client_id", "required with token_url")
+			v.add(prefix+".client_id", "required with token_url")
 		}
 		if s.ClientSecret == "" {
-			v.add("sasl.client_secret", "required with token_url: read it from the environment, e.g. ${KAFKA_CLIENT_SECRET}")
+			v.add(prefix+".client_secret", "required with token_url: read it from the environment, e.g. ${KAFKA_CLIENT_SECRET}")
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Extensions)) {
 		// RFC 7628: keys are letters; "auth" is reserved for the token.
 		if k == "auth" || strings.IndexFunc(k, func(r rune) bool { return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') }) >= 0 {
-			v.add("sasl.extensions."+k, "an extension key must be letters only and not \"auth\"")
+			v.add(prefix+".extensions."+k, "an extension key must be letters only and not \"auth\"")
 		}
 	}
 }
 
-func (v *validator) client() {
-	c := v.p.Client
+// client checks the client section at prefix. The source cluster's
+// (source.cluster.client) has no producer: nothing is produced there.
+func (v *validator) client(prefix string, c Client) {
 	if c.ID != "" {
 		switch {
 		case len(c.ID) > MaxClientIDLength:
-			v.add("client.id", "is %d characters long; at most %d", len(c.ID), MaxClientIDLength)
+			v.add(prefix+".id", "is %d characters long; at most %d", len(c.ID), MaxClientIDLength)
 		case !clientIDRE.MatchString(c.ID):
-			v.add("client.id", "%s may only hold letters, digits and . _ -", v.show("client.id", c.ID))
+			v.add(prefix+".id", "%s may only hold letters, digits and . _ -", v.show(prefix+".id", c.ID))
 		}
 	}
 	if c.Rack != "" && (len(c.Rack) > MaxRackLength || strings.TrimSpace(c.Rack) != c.Rack) {
-		v.add("client.rack", "must be at most %d characters, without leading or trailing spaces", MaxRackLength)
+		v.add(prefix+".rack", "must be at most %d characters, without leading or trailing spaces", MaxRackLength)
 	}
 	if t := c.RequestTimeout; t < MinRequestTimeout || t > MaxRequestTimeout {
-		v.add("client.request_timeout", "must be between %s and %s, got %s", MinRequestTimeout, shortDuration(MaxRequestTimeout), v.showAny("client.request_timeout", t))
+		v.add(prefix+".request_timeout", "must be between %s and %s, got %s", MinRequestTimeout, shortDuration(MaxRequestTimeout), v.showAny(prefix+".request_timeout", t))
 	}
-	pr := c.Producer
-	if !slices.Contains(Compressions, pr.Compression) {
-		v.add("client.producer.compression", "must be one of %s, got %s", strings.Join(Compressions, ", "), v.show("client.producer.compression", pr.Compression))
-	}
-	if pr.Linger < 0 || pr.Linger > MaxLinger {
-		v.add("client.producer.linger", "must be between 0 and %s, got %s", MaxLinger, v.showAny("client.producer.linger", pr.Linger))
-	}
-	if n := pr.MaxBatchBytes; n != 0 && (n < MinBatchBytes || n > MaxBatchBytes) {
-		v.add("client.producer.max_batch_bytes", "must be 0 (each topic's max.message.bytes) or between %d and %d, got %s", MinBatchBytes, MaxBatchBytes, v.showAny("client.producer.max_batch_bytes", n))
+	if prefix == sourceClusterPath+".client" {
+		if c.Producer != (ProducerTuning{}) || v.explicit(prefix+".producer") {
+			v.add(prefix+".producer", "the relay writes nothing to the source cluster: tune its producers in client.producer, the cluster of the outputs")
+		}
+	} else {
+		v.producer(prefix, c.Producer)
 	}
 	co := c.Consumer
 	if n := co.FetchMaxBytes; n < MinFetchMaxBytes || n > MaxFetchMaxBytes {
-		v.add("client.consumer.fetch_max_bytes", "must be between %d (1 KiB) and %d (100 MiB), got %s", MinFetchMaxBytes, MaxFetchMaxBytes, v.showAny("client.consumer.fetch_max_bytes", n))
+		v.add(prefix+".consumer.fetch_max_bytes", "must be between %d (1 KiB) and %d (100 MiB), got %s", MinFetchMaxBytes, MaxFetchMaxBytes, v.showAny(prefix+".consumer.fetch_max_bytes", n))
 	}
 	if w := co.FetchMaxWait; w < MinFetchMaxWait || w > MaxFetchMaxWait {
-		v.add("client.consumer.fetch_max_wait", "must be between %s and %s, got %s", MinFetchMaxWait, MaxFetchMaxWait, v.showAny("client.consumer.fetch_max_wait", w))
+		v.add(prefix+".consumer.fetch_max_wait", "must be between %s and %s, got %s", MinFetchMaxWait, MaxFetchMaxWait, v.showAny(prefix+".consumer.fetch_max_wait", w))
+	}
+}
+
+// producer checks the producer tuning of the client section at prefix.
+func (v *validator) producer(prefix string, pr ProducerTuning) {
+	if !slices.Contains(Compressions, pr.Compression) {
+		v.add(prefix+".producer.compression", "must be one of %s, got %s", strings.Join(Compressions, ", "), v.show(prefix+".producer.compression", pr.Compression))
+	}
+	if pr.Linger < 0 || pr.Linger > MaxLinger {
+		v.add(prefix+".producer.linger", "must be between 0 and %s, got %s", MaxLinger, v.showAny(prefix+".producer.linger", pr.Linger))
+	}
+	if n := pr.MaxBatchBytes; n != 0 && (n < MinBatchBytes || n > MaxBatchBytes) {
+		v.add(prefix+".producer.max_batch_bytes", "must be 0 (each topic's max.message.bytes) or between %d and %d, got %s", MinBatchBytes, MaxBatchBytes, v.showAny(prefix+".producer.max_batch_bytes", n))
 	}
 }
 

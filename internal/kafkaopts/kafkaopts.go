@@ -20,29 +20,44 @@ type Options struct {
 	override []kgo.Opt
 }
 
-// New builds the client options of pipeline p, which must be valid
-// (config.Load). It reads the TLS files and sets up the SASL mechanism now,
-// so that a file that became unreadable since validation, or an AWS
-// configuration that cannot be loaded, fails here, before any client is
-// made; OAUTHBEARER tokens and AWS credentials are fetched when a
-// connection authenticates. New dials no broker.
-func New(p *config.Pipeline) (*Options, error) {
-	o := &Options{common: []kgo.Opt{kgo.SeedBrokers(p.Brokers...)}}
-	tc, err := TLSConfig(p.TLS)
+// New builds the client options of pipeline p's sink cluster (its
+// brokers, tls, sasl and client: outputs, dead letters, ledger), which
+// must be valid (config.Load). It reads the TLS files and sets up the SASL
+// mechanism now, so that a file that became unreadable since validation,
+// or an AWS configuration that cannot be loaded, fails here, before any
+// client is made; OAUTHBEARER tokens and AWS credentials are fetched when
+// a connection authenticates. New dials no broker.
+func New(p *config.Pipeline) (*Options, error) { return ForCluster(p.SinkCluster()) }
+
+// NewSource builds the client options of pipeline p's source cluster
+// (config.Pipeline.SourceCluster): source.cluster when the file sets it,
+// else the same options as New. Errors name source.cluster's fields.
+func NewSource(p *config.Pipeline) (*Options, error) {
+	o, err := ForCluster(p.SourceCluster())
+	if err != nil && p.CrossCluster() {
+		return nil, fmt.Errorf("source.cluster: %w", err)
+	}
+	return o, err
+}
+
+// ForCluster builds the client options of cluster cl, as New does.
+func ForCluster(cl config.Cluster) (*Options, error) {
+	o := &Options{common: []kgo.Opt{kgo.SeedBrokers(cl.Brokers...)}}
+	tc, err := TLSConfig(cl.TLS)
 	if err != nil {
 		return nil, err
 	}
 	if tc != nil {
 		o.common = append(o.common, kgo.DialTLSConfig(tc))
 	}
-	mech, err := Mechanism(p.SASL)
+	mech, err := Mechanism(cl.SASL)
 	if err != nil {
 		return nil, err
 	}
 	if mech != nil {
 		o.common = append(o.common, kgo.SASL(mech))
 	}
-	c := p.Client
+	c := cl.Client
 	o.common = append(o.common, kgo.RequestTimeoutOverhead(c.RequestTimeout))
 	if c.Rack != "" {
 		o.common = append(o.common, kgo.Rack(c.Rack))
