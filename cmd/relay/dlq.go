@@ -106,7 +106,7 @@ type dlqFlags struct {
 	since, until, offsets string
 	pipeline              *config.Pipeline
 	filter                dlq.Filter
-	kafka                 *kafkaopts.Options
+	kafka                 *kafkaopts.Clusters
 }
 
 func (f *dlqFlags) register(fs *flag.FlagSet) {
@@ -192,7 +192,7 @@ func cmdDLQInspect(c *command, args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
 	rep, err := dlq.Inspect(ctx, dlq.InspectOptions{
-		ClientOpts: f.kafka.Opts(), Topic: f.pipeline.DeadLetter.Topic,
+		ClientOpts: f.kafka.Sink.Opts(), Topic: f.pipeline.DeadLetter.Topic,
 		Filter: f.filter, Bucket: *bucket, Samples: *samples,
 	})
 	if err != nil {
@@ -240,7 +240,7 @@ func cmdDLQReplay(c *command, args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(sigs.watch(context.Background(), log), f.timeout)
 	defer cancel()
 	rep, err := dlq.Replay(ctx, dlq.ReplayOptions{
-		Pipeline: f.pipeline, ClientOpts: f.kafka.Opts(), Filter: f.filter, To: *to,
+		Pipeline: f.pipeline, ClientOpts: f.kafka.Sink.Opts(), Filter: f.filter, To: *to,
 		Job: *job, DryRun: *dryRun, ChunkSize: *chunk, Attempts: int32(*attempts), Logger: log,
 	})
 	if rep != nil {

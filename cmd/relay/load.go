@@ -10,10 +10,10 @@ import (
 
 // loadPipeline loads the one pipeline file a command that talks to the
 // cluster was given, as -c (cfg) or as its argument (pos), and the client
-// options it connects with. With warn, the configuration's warnings are
+// options of its clusters (the sink's, and the source's). With warn, the configuration's warnings are
 // printed to stderr. On failure it prints why to stderr and returns
 // exitUsage; on success, exitOK.
-func (c *command) loadPipeline(cfg string, pos []string, warn bool, stderr io.Writer) (*config.Pipeline, *kafkaopts.Options, int) {
+func (c *command) loadPipeline(cfg string, pos []string, warn bool, stderr io.Writer) (*config.Pipeline, *kafkaopts.Clusters, int) {
 	path, ok := c.onePipeline(cfg, pos, stderr)
 	if !ok {
 		return nil, nil, exitUsage
@@ -28,7 +28,7 @@ func (c *command) loadPipeline(cfg string, pos []string, warn bool, stderr io.Wr
 			fmt.Fprintln(stderr, w)
 		}
 	}
-	kafka, err := kafkaopts.New(p)
+	kafka, err := kafkaopts.NewClusters(p)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay %s: %s: %v\n", c.name, path, err)
 		return nil, nil, exitUsage

@@ -32,7 +32,7 @@ func cmdVerify(c *command, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	rep, err := audit.Verify(ctx, verifyConfig(p, kafka.Opts()))
+	rep, err := audit.Verify(ctx, verifyConfig(p, kafka.Sink.Opts()))
 	if err != nil {
 		// Not exact as far as anyone can tell: the audit could not be
 		// done, which is no usage or configuration error.

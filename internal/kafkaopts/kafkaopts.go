@@ -40,6 +40,31 @@ func NewSource(p *config.Pipeline) (*Options, error) {
 	return o, err
 }
 
+// Clusters are the client options of a pipeline's two clusters: Sink,
+// where the outputs, dead letters and claim ledger are, and Source, where
+// the share group is. Without source.cluster both are one cluster's, and
+// Source is Sink.
+type Clusters struct {
+	Sink, Source *Options
+}
+
+// NewClusters builds the client options of both of p's clusters (New and
+// NewSource).
+func NewClusters(p *config.Pipeline) (*Clusters, error) {
+	sink, err := New(p)
+	if err != nil {
+		return nil, err
+	}
+	if !p.CrossCluster() {
+		return &Clusters{Sink: sink, Source: sink}, nil
+	}
+	src, err := NewSource(p)
+	if err != nil {
+		return nil, err
+	}
+	return &Clusters{Sink: sink, Source: src}, nil
+}
+
 // ForCluster builds the client options of cluster cl, as New does.
 func ForCluster(cl config.Cluster) (*Options, error) {
 	o := &Options{common: []kgo.Opt{kgo.SeedBrokers(cl.Brokers...)}}
