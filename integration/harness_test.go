@@ -33,7 +33,6 @@ func TestMain(m *testing.M) {
 	}
 	relayBin = bin
 	code := kafkatest.Run(m)
-	stopSecured(code != 0)
 	cleanup()
 	os.Exit(code)
 }
