@@ -81,7 +81,7 @@ func startClusterRun(t *testing.T, n int) *clusterRun {
 		from := n/8 + 1
 		for i := 1; i <= chunks; i++ {
 			to := n/8 + (n-n/8)*i/chunks
-			if err := (harness.Orders{Topic: r.p.Source}).Seed(ctx, r.p.Seeds, from, to); err != nil {
+			if err := (harness.Orders{Topic: r.p.Source}).Seed(ctx, r.p.SourceSeeds, from, to); err != nil {
 				r.seeded <- fmt.Errorf("seeding orders %d..%d: %w", from, to, err)
 				return
 			}
