@@ -127,10 +127,11 @@ chaos:
 	$(GO) test -count=1 -timeout 60m -run '^TestChaos' -v ./integration/chaos/
 
 # Every real-broker test on the local three-node cluster
-# (integration/replicated_test.go): CI runs the TestRealClusterCI ones,
-# this runs them all (about 8 minutes on a 2-core machine).
+# (integration/replicated_test.go) and across two clusters
+# (integration/crosscluster_test.go): CI runs the TestRealClusterCI and
+# TestRealCrossClusterCI ones, this runs them all.
 cluster-tests:
-	SHARERELAY_CLUSTER_TESTS=all $(GO) test -count=1 -timeout 30m -run '^TestRealCluster' -v ./integration/
+	SHARERELAY_CLUSTER_TESTS=all $(GO) test -count=1 -timeout 40m -run '^TestReal(Cluster|CrossCluster)' -v ./integration/
 
 # Scenario 10 (nemesis) for a million records; not in CI.
 soak:
