@@ -5,16 +5,25 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sharerelay/sharerelay/audit"
+	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/internal/kfaketest"
 	"github.com/sharerelay/sharerelay/lineage"
+	"github.com/sharerelay/sharerelay/relay"
 	"github.com/sharerelay/sharerelay/sharegroup"
 )
 
@@ -114,4 +123,97 @@ func TestVerifyOnOneClusterNamesNoCluster(t *testing.T) {
 	if !strings.Contains(out.String(), "verdict:") || strings.Contains(out.String(), "two clusters") {
 		t.Fatalf("verify output:\n%s%s", out.String(), errb.String())
 	}
+}
+
+// The relay runs across two clusters — share group on one, outputs, dead
+// letters and claim ledger on the other — with every tenth order
+// dead-lettered; relay verify calls the result exact, and again after
+// relay dlq replay sent the dead letters through the fixed chain.
+func TestVerifyAfterTheRelayAndAReplayAcrossClustersIsExact(t *testing.T) {
+	src := kfaketest.Cluster(t, kfake.ClusterID("regional"), kfake.SeedTopics(2, "orders"))
+	sink := kfaketest.Cluster(t, kfake.ClusterID("central"), kfake.SeedTopics(2, "orders"), kfake.SeedTopics(1, "orders.dlq"))
+	const n, bad = 60, 6
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i := 1; i <= n; i++ {
+		recs = append(recs, &kgo.Record{Topic: "orders", Key: fmt.Append(nil, i), Value: fmt.Appendf(nil, `{"order_id":%d}`, i)})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	file := func(chain string) string {
+		return fmt.Sprintf("name: p\nbrokers: [%s]\nworkers: 1\n"+
+			"source: {topics: [orders], group: g, cluster: {brokers: [%s]}}\n"+
+			"output: {topic: orders, transaction_timeout: 5s}\ndead_letter: {topic: orders.dlq}\n"+
+			"batch: {max_records: 20, poll_timeout: 200ms}\ntransforms:%s\n", sink.ListenAddrs()[0], src.ListenAddrs()[0], chain)
+	}
+	dir := writeFiles(t, map[string]string{
+		"broken.yaml": file("\n  - {type: fail, name: bad-address, kind: permanent, reason: bad address, when: {field: order_id, modulo: 10, remainder: 0}}\n  - {type: set, field: status, value: packing}"),
+		"fixed.yaml":  file("\n  - {type: set, field: status, value: packing}"),
+	})
+	broken, fixed := filepath.Join(dir, "broken.yaml"), filepath.Join(dir, "fixed.yaml")
+
+	p, err := config.Load(broken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := relay.New(relay.Options{Pipeline: p, Instance: "t", Registerer: prometheus.NewRegistry(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), LedgerMarkers: eos.MarkersAtSameOrNextEpoch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	// Until every order is written and the group has accepted it.
+	sinkOpts, srcAdm := []kgo.Opt{kgo.SeedBrokers(sink.ListenAddrs()...)}, kadm.NewClient(cl)
+	for {
+		out, err1 := audit.ReadCommitted(ctx, sinkOpts, "orders", "orders.dlq")
+		lag, err2 := audit.ShareGroupLag(ctx, srcAdm, "g", "orders")
+		if err1 == nil && err2 == nil && out.Records >= n && audit.TotalLag(lag) == 0 {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the relay stopped: %v", err)
+		case <-ctx.Done():
+			t.Fatalf("the relay did not finish: %d records, lag %v (%v, %v)", out.Records, lag, err1, err2)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("relay: %v", err)
+	}
+
+	// The totals row: records, output, dead-lettered, lost.
+	total := regexp.MustCompile(fmt.Sprintf(`total +%d +%d +%d +0 `, n, n-bad, bad))
+	verify := func(wants ...string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := run([]string{"verify", broken}, &out, &errb); code != exitOK {
+			t.Fatalf("verify: exit %d, want 0\n%s%s", code, out.String(), errb.String())
+		}
+		if !total.MatchString(out.String()) {
+			t.Fatalf("verify output lacks the totals %s:\n%s", total, out.String())
+		}
+		for _, want := range append(wants, "claim ledger: ", "read from two clusters", "verdict: EXACT") {
+			if !strings.Contains(out.String(), want) {
+				t.Fatalf("verify output lacks %q:\n%s", want, out.String())
+			}
+		}
+	}
+	verify()
+
+	var out, errb bytes.Buffer
+	if code := run([]string{"dlq", "replay", fixed}, &out, &errb); code != exitOK || !strings.Contains(out.String(), fmt.Sprintf("replayed %d: %d outputs", bad, bad)) {
+		t.Fatalf("dlq replay: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	verify(fmt.Sprintf("replayed dead letters (relay dlq replay): %d: %d to the output", bad, bad))
 }
