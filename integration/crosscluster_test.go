@@ -12,6 +12,7 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/sharerelay/sharerelay/integration/harness"
 	"github.com/sharerelay/sharerelay/integration/kafkatest"
@@ -47,6 +48,10 @@ func finishCross(r *clusterRun) counters {
 	r.t.Helper()
 	c := r.finish()
 	p := r.p
+	// relay verify read each side on its own cluster, and says so.
+	if cl := r.verified.Clusters; cl == nil || cl.Source != strings.Join(p.SourceBrokers, ",") || cl.Sink != strings.Join(p.Brokers, ",") {
+		r.t.Errorf("relay verify's report names the clusters %+v; want source %v and sink %v", cl, p.SourceBrokers, p.Brokers)
+	}
 	for _, side := range []struct {
 		name  string
 		seeds []string
@@ -299,9 +304,10 @@ func TestRealCrossClusterRelayCutFromOneCluster(t *testing.T) {
 }
 
 // The sink cluster is secured (SASL_SSL with SCRAM-SHA-512 and ACLs: the
-// relay's principal may write the outputs, dead letters and ledger there
-// and nothing of the source) while the source cluster is PLAINTEXT: each
-// cluster gets the security its own section of the file gives.
+// relay's principal may write and read the outputs, dead letters and
+// ledger there and nothing of the source) while the source cluster is
+// PLAINTEXT: each cluster gets the security its own section of the file
+// gives, the relay's and relay verify's clients alike.
 func TestRealCrossClusterCISecuredSinkPlaintextSource(t *testing.T) {
 	b, s := securedBrokerFor(t)
 	source := kafkatest.SecondBroker(t)
@@ -318,7 +324,10 @@ func TestRealCrossClusterCISecuredSinkPlaintextSource(t *testing.T) {
 		Workers: 2, Transforms: bookNestTransforms,
 		Brokers: []string{s.SASLSSLAddr()}, Security: scramSecurity(s.CAFile, "SCRAM-SHA-512", user, password),
 	})
-	setPermissions(t, sink, "User:"+user, sinkPermissions(p))
+	// READ on the outputs and dead letters, for relay verify (and the
+	// relay's recommended check of what a broker crash left open).
+	setPermissions(t, sink, "User:"+user, append(sinkPermissions(p),
+		permission{"topic", p.Output, kadm.OpRead, false}, permission{"topic", p.DeadLetter, kadm.OpRead, false}))
 	r := startStreamRun(t, p, n, 5*time.Second)
 	r.shareBroker, r.wantDLQ = source, n/500
 	c := finishCross(r)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/integration/harness"
 	"github.com/sharerelay/sharerelay/integration/kafkatest"
 )
@@ -64,6 +65,7 @@ type clusterRun struct {
 	n           int
 	wantDLQ     int // dead letters the transforms make of n orders
 	seeded      chan error
+	verified    audit.Report // relay verify's, once finished
 }
 
 // startClusterRun creates the pipeline at the cluster's replication
@@ -193,9 +195,11 @@ func (r *clusterRun) finish() counters {
 		}
 	}
 	exactlyOnce(r.t, settledAfterRestart(r.t, r.p, r.shareBroker, r.n, 4*time.Minute), r.n, r.wantDLQ)
-	if code, rep := relayVerify(r.t, r.p); code != 0 {
+	code, rep := relayVerify(r.t, r.p)
+	if code != 0 {
 		r.t.Fatalf("relay verify exit %d: %+v", code, rep)
 	}
+	r.verified = rep
 	return r.counters()
 }
 

@@ -343,8 +343,8 @@ func TestNewPipelinePutsTheSourceOnItsOwnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(p.Seeds, p.SourceSeeds) != fmt.Sprint(sink, source) {
-		t.Errorf("pipeline seeds %v, source seeds %v; want %v and %v", p.Seeds, p.SourceSeeds, sink, source)
+	if fmt.Sprint(p.Seeds, p.SourceSeeds, p.Brokers, p.SourceBrokers) != fmt.Sprint(sink, source, sink, []string{"${HARNESS_SOURCE_BROKERS}"}) {
+		t.Errorf("pipeline seeds %v, source seeds %v, brokers %v, source brokers %v; want %v, %v, %v and the reference", p.Seeds, p.SourceSeeds, p.Brokers, p.SourceBrokers, sink, source, sink)
 	}
 	for _, c := range []struct {
 		seeds []string
@@ -392,7 +392,7 @@ func TestNewPipelinePutsTheSourceOnItsOwnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(one.SourceSeeds) != fmt.Sprint(sink) || strings.Contains(string(b), "cluster:") {
+	if fmt.Sprint(one.SourceSeeds) != fmt.Sprint(sink) || one.SourceBrokers != nil || strings.Contains(string(b), "cluster:") {
 		t.Errorf("a pipeline on one cluster: source seeds %v (want %v), file:\n%s", one.SourceSeeds, sink, b)
 	}
 

@@ -146,6 +146,10 @@ type Pipeline struct {
 	// share group on: PipelineOptions.SourceSeeds, or Seeds when the
 	// pipeline is on one cluster.
 	SourceSeeds []string
+	// Brokers and SourceBrokers are the file's brokers and
+	// source.cluster.brokers as written (an environment reference is left
+	// as it is); SourceBrokers is nil on one cluster.
+	Brokers, SourceBrokers []string
 	// Path is the pipeline file.
 	Path string
 }
@@ -162,8 +166,9 @@ func NewPipeline(ctx context.Context, o PipelineOptions) (*Pipeline, error) {
 		Group: o.Name + ".group", Ledger: o.Name + ".ledger", Seeds: o.Seeds, SourceSeeds: o.Seeds,
 		Path: filepath.Join(o.Dir, "pipeline.yaml"),
 	}
+	p.Brokers = o.Brokers
 	if len(o.SourceSeeds) > 0 {
-		p.SourceSeeds = o.SourceSeeds
+		p.SourceSeeds, p.SourceBrokers = o.SourceSeeds, o.SourceBrokers
 	}
 	source := Topic{Name: p.Source, Partitions: o.Partitions, Broker: o.OnBroker, Replicas: o.Replicas}
 	sink := []Topic{
