@@ -235,6 +235,9 @@ func (r *clusterRun) waitNotReadyWith(re *regexp.Regexp, d time.Duration) string
 			}
 			body = strings.TrimSpace(body)
 			if re.MatchString(body) {
+				if len(order) > 0 {
+					r.t.Logf("not-ready reasons before one named %q:\n%s", re, strings.Join(order, "\n"))
+				}
 				return inst + ": " + body
 			}
 			// The durations in a reason change every second.
@@ -279,6 +282,10 @@ func TestRealCrossClusterRelayCutFromOneCluster(t *testing.T) {
 		t.Logf("cut from the %s cluster: not ready after %s: %s", side, time.Since(began).Round(100*time.Millisecond), reason)
 		time.Sleep(hold)
 		during := subtract(r.counters(), before)
+		for inst, a := range r.addrs {
+			code, body := get(a, "/readyz")
+			t.Logf("relay %s after %s cut from the %s cluster: /readyz %d %s", inst, time.Since(began).Round(time.Second), side, code, strings.TrimSpace(body))
+		}
 		if err := c.px.Start(); err != nil {
 			t.Fatalf("healing the cut from the %s cluster: %v", side, err)
 		}
