@@ -150,6 +150,9 @@ func (r *clusterRun) waitProduced(k int64, d time.Duration) {
 // counters is what the relays met, for the test's log line and checks.
 type counters struct {
 	disruptions, redeliveries, ackErrors, aborted, unknown, writeFailures, renewed float64
+	// sourceDisruptions: the share consumers' failures on the wire
+	// (sharerelay_source_disruptions_total).
+	sourceDisruptions float64
 	// hanging and lostMarkers: a transaction marker the cluster lost
 	// (sharerelay_hanging_transactions_total, _lost_markers_total).
 	hanging, lostMarkers float64
@@ -157,27 +160,28 @@ type counters struct {
 
 func (r *clusterRun) counters() counters {
 	return counters{
-		disruptions:   r.sum("sharerelay_broker_disruptions_total", ""),
-		redeliveries:  r.sum("sharerelay_redeliveries_total", ""),
-		ackErrors:     r.sum("sharerelay_ack_errors_total", ""),
-		aborted:       r.sum("sharerelay_transactions_total", `outcome="aborted"`),
-		unknown:       r.sum("sharerelay_transactions_total", `outcome="unknown"`),
-		writeFailures: r.sum("sharerelay_write_failures_total", ""),
-		renewed:       r.sum("sharerelay_acks_total", `type="renew"`),
-		hanging:       r.sum("sharerelay_hanging_transactions_total", ""),
-		lostMarkers:   r.sum("sharerelay_lost_markers_total", ""),
+		disruptions:       r.sum("sharerelay_broker_disruptions_total", ""),
+		sourceDisruptions: r.sum("sharerelay_source_disruptions_total", ""),
+		redeliveries:      r.sum("sharerelay_redeliveries_total", ""),
+		ackErrors:         r.sum("sharerelay_ack_errors_total", ""),
+		aborted:           r.sum("sharerelay_transactions_total", `outcome="aborted"`),
+		unknown:           r.sum("sharerelay_transactions_total", `outcome="unknown"`),
+		writeFailures:     r.sum("sharerelay_write_failures_total", ""),
+		renewed:           r.sum("sharerelay_acks_total", `type="renew"`),
+		hanging:           r.sum("sharerelay_hanging_transactions_total", ""),
+		lostMarkers:       r.sum("sharerelay_lost_markers_total", ""),
 	}
 }
 
 func (c counters) String() string {
-	return fmt.Sprintf("broker disruptions %.0f, redeliveries %.0f, ack errors %.0f, transactions aborted %.0f and unknown %.0f, write failures %.0f, locks renewed %.0f, hanging transactions %.0f, lost markers %.0f",
-		c.disruptions, c.redeliveries, c.ackErrors, c.aborted, c.unknown, c.writeFailures, c.renewed, c.hanging, c.lostMarkers)
+	return fmt.Sprintf("broker disruptions %.0f (source %.0f), redeliveries %.0f, ack errors %.0f, transactions aborted %.0f and unknown %.0f, write failures %.0f, locks renewed %.0f, hanging transactions %.0f, lost markers %.0f",
+		c.disruptions, c.sourceDisruptions, c.redeliveries, c.ackErrors, c.aborted, c.unknown, c.writeFailures, c.renewed, c.hanging, c.lostMarkers)
 }
 
 // met reports whether the relays met a fault: any disruption, redelivery,
 // failed acknowledgement or transaction.
 func (c counters) met() bool {
-	return c.disruptions+c.redeliveries+c.ackErrors+c.aborted+c.unknown+c.writeFailures > 0
+	return c.disruptions+c.sourceDisruptions+c.redeliveries+c.ackErrors+c.aborted+c.unknown+c.writeFailures > 0
 }
 
 // finish waits for the stream and the relays to settle, checks exactly
@@ -275,9 +279,9 @@ func waitMoved(ctx context.Context, from int32, where func() (int32, error)) (in
 // subtract is a − b, counter by counter.
 func subtract(a, b counters) counters {
 	return counters{
-		a.disruptions - b.disruptions, a.redeliveries - b.redeliveries, a.ackErrors - b.ackErrors,
-		a.aborted - b.aborted, a.unknown - b.unknown, a.writeFailures - b.writeFailures, a.renewed - b.renewed,
-		a.hanging - b.hanging, a.lostMarkers - b.lostMarkers,
+		disruptions: a.disruptions - b.disruptions, redeliveries: a.redeliveries - b.redeliveries, ackErrors: a.ackErrors - b.ackErrors,
+		aborted: a.aborted - b.aborted, unknown: a.unknown - b.unknown, writeFailures: a.writeFailures - b.writeFailures, renewed: a.renewed - b.renewed,
+		sourceDisruptions: a.sourceDisruptions - b.sourceDisruptions, hanging: a.hanging - b.hanging, lostMarkers: a.lostMarkers - b.lostMarkers,
 	}
 }
 
