@@ -23,23 +23,61 @@ var ErrTooOld = errors.New("the brokers are too old")
 // to the writer's next transaction: exactly-once refuses such a cluster.
 var ErrNoTransactionV2 = errors.New("exactly-once needs the cluster's transaction.version at 2")
 
+// Role is what a cluster is to a pipeline, which decides the requests it
+// must answer. A pipeline without source.cluster has one cluster, Whole;
+// with it, the share group lives on the Source cluster, where nothing is
+// written, and the transactions on the Sink cluster, which needs no share
+// groups.
+type Role int8
+
+const (
+	// Whole is the one cluster of a pipeline without source.cluster: it
+	// must answer every request the relay sends.
+	Whole Role = iota
+	// Source is the cluster of source.cluster: the share group, its
+	// fetches and acknowledgements.
+	Source
+	// Sink is the cluster the relay writes to when the source is on
+	// another: the transactions, their outputs and the claim ledger.
+	Sink
+)
+
 // need is a request, at a version, the relay cannot do without.
 type need struct {
 	key     kmsg.Key
 	version int16
 	// what the relay uses it for, and where it comes from.
 	why string
+	// role is the cluster that must answer it: Source or Sink.
+	role Role
+	// since is the first Kafka release that answers it.
+	since string
 }
 
 // needs are every request version the relay depends on, oldest first.
 // The share group requests decide the floor; the others came earlier and
 // are listed so that the rule says everything the relay uses.
 var needs = []need{
-	{kmsg.DescribeProducers, 0, "finding transactions a broker failure left open"},
-	{kmsg.ListTransactions, 2, "listing the relay's own transactional ids by pattern, KIP-1152"},
-	{kmsg.ShareGroupHeartbeat, 1, "share groups, KIP-932"},
-	{kmsg.ShareFetch, 2, "the record_limit acquire mode, KIP-1206"},
-	{kmsg.ShareAcknowledge, 2, "renewing record locks, KIP-1222"},
+	{kmsg.DescribeProducers, 0, "finding transactions a broker failure left open", Sink, "Kafka 2.8"},
+	{kmsg.ListTransactions, 2, "listing the relay's own transactional ids by pattern, KIP-1152", Sink, "Kafka 4.1"},
+	{kmsg.ShareGroupHeartbeat, 1, "share groups, KIP-932", Source, "Kafka 4.1"},
+	{kmsg.ShareFetch, 2, "the record_limit acquire mode, KIP-1206", Source, "Kafka 4.2"},
+	{kmsg.ShareAcknowledge, 2, "renewing record locks, KIP-1222", Source, "Kafka 4.2"},
+}
+
+// of reports whether a cluster of role r must answer n.
+func (n need) of(r Role) bool { return r == Whole || n.role == r }
+
+// Minimum is the oldest Kafka release line a cluster of role r can be:
+// the release of the newest request it must answer. Whole's is Minimum.
+func (r Role) Minimum() string {
+	m := ""
+	for _, n := range needs {
+		if n.of(r) {
+			m = n.since
+		}
+	}
+	return m
 }
 
 // Verdict is what Judge found.
@@ -47,6 +85,9 @@ type Verdict struct {
 	// Guess is the Kafka release the request versions look like
 	// (kversion's guess without its "v": "4.2", "unknown").
 	Guess string
+	// Minimum is the oldest release the cluster can be for its role
+	// (Role.Minimum), as the messages name it.
+	Minimum string
 	// TransactionVersion and ShareVersion are the finalized levels of
 	// the features, 0 when not finalized.
 	TransactionVersion, ShareVersion int16
@@ -54,7 +95,7 @@ type Verdict struct {
 	// the minimum. The relay refuses to start on it whatever the delivery.
 	TooOld error
 	// NoTransactionV2, when not nil, wraps ErrNoTransactionV2; only for
-	// exactly-once.
+	// exactly-once, on a cluster the relay writes to (Whole or Sink).
 	NoTransactionV2 error
 }
 
@@ -67,10 +108,20 @@ var releaseRE = regexp.MustCompile(`\bv([0-9])`)
 // Judge decides, from the ApiVersions answer resp of a broker, whether the
 // relay can run on the cluster, for exactly-once when exactlyOnce. The
 // answer of one broker stands for the cluster: a rolling upgrade may mix
-// releases for a while, and the relay asks again at each start.
+// releases for a while, and the relay asks again at each start. It judges
+// the one cluster of a pipeline without source.cluster: JudgeFor with
+// Whole.
 func Judge(resp *kmsg.ApiVersionsResponse, exactlyOnce bool) Verdict {
+	return JudgeFor(resp, exactlyOnce, Whole)
+}
+
+// JudgeFor is Judge for a cluster of role r: a Source cluster is asked
+// only for the share group requests and never for transaction.version
+// (nothing is written to it), a Sink cluster only for the transactions'
+// requests and transaction.version (it may have share groups off).
+func JudgeFor(resp *kmsg.ApiVersionsResponse, exactlyOnce bool, r Role) Verdict {
 	vs := kversion.FromApiVersionsResponse(resp)
-	v := Verdict{Guess: releaseRE.ReplaceAllString(vs.VersionGuess(), "$1")}
+	v := Verdict{Guess: releaseRE.ReplaceAllString(vs.VersionGuess(), "$1"), Minimum: r.Minimum()}
 	supported := map[string]int16{}
 	for _, f := range resp.SupportedFeatures {
 		supported[f.Name] = f.MaxVersion
@@ -86,6 +137,9 @@ func Judge(resp *kmsg.ApiVersionsResponse, exactlyOnce bool) Verdict {
 
 	var missing []string
 	for _, n := range needs {
+		if !n.of(r) {
+			continue
+		}
 		if max, ok := vs.LookupMaxKeyVersion(n.key.Int16()); !ok || max < n.version {
 			have := "not at all"
 			if ok {
@@ -99,13 +153,13 @@ func Judge(resp *kmsg.ApiVersionsResponse, exactlyOnce bool) Verdict {
 		// their requests: the release is not what to change then.
 		hint := ""
 		_, shares := vs.LookupMaxKeyVersion(kmsg.ShareGroupHeartbeat.Int16())
-		if !shares && v.ShareVersion < 1 && supported["share.version"] >= 1 {
+		if r != Sink && !shares && v.ShareVersion < 1 && supported["share.version"] >= 1 {
 			hint = "; share groups may be off: share.version is finalized at 0 (kafka-features upgrade --feature share.version=1)"
 		}
 		v.TooOld = fmt.Errorf("%w: they look like Kafka %s (guessed from ApiVersions) and lack %s; the relay needs %s or newer%s",
-			ErrTooOld, v.Guess, strings.Join(missing, ", "), Minimum, hint)
+			ErrTooOld, v.Guess, strings.Join(missing, ", "), v.Minimum, hint)
 	}
-	if exactlyOnce && v.TransactionVersion < 2 {
+	if exactlyOnce && r != Source && v.TransactionVersion < 2 {
 		v.NoTransactionV2 = fmt.Errorf("%w: it is finalized at %d (on Kafka 4.0+: kafka-features upgrade --feature transaction.version=2), or use delivery: at-least-once",
 			ErrNoTransactionV2, v.TransactionVersion)
 	}
