@@ -116,7 +116,7 @@ func check(t *testing.T, p *config.Pipeline, opts []kgo.Opt) *preflight.Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rep := preflight.Check(ctx, p, opts)
+	rep := preflight.Check(ctx, p, opts, nil)
 	var b strings.Builder
 	rep.Print(&b)
 	t.Logf("relay check:\n%s", b.String())
