@@ -1,7 +1,6 @@
 package preflight
 
 import (
-	"cmp"
 	"context"
 	"crypto/x509"
 	"encoding/pem"
@@ -23,8 +22,8 @@ import (
 // out of reach skips its own checks, not the other's. With both reached,
 // one line compares their cluster ids.
 func (c *checker) crossCluster(ctx context.Context, sinkOpts, sourceOpts []kgo.Opt) {
-	c.src = &side{of: c.p.SourceCluster(), role: brokerfloor.Source, name: "source cluster", rep: c.rep}
-	c.sink = &side{of: c.p.SinkCluster(), role: brokerfloor.Sink, name: "sink cluster", rep: c.rep}
+	c.src = &side{of: c.p.SourceCluster(), role: brokerfloor.Source, rep: c.rep}
+	c.sink = &side{of: c.p.SinkCluster(), role: brokerfloor.Sink, rep: c.rep}
 	if c.open(ctx, c.src, sourceOpts) {
 		defer c.src.cl.Close()
 		c.features(c.src)
@@ -48,17 +47,17 @@ func (c *checker) crossCluster(ctx context.Context, sinkOpts, sourceOpts []kgo.O
 	c.acquireMode()
 }
 
-// clusterIDs compares the two clusters' ids. source.cluster naming the
-// sink cluster under other addresses is one cluster read and written
-// through two connections: a warning, and a failure when a topic the
-// relay writes has a source topic's name, for the pipeline would then
-// consume its own output.
+// clusterIDs compares the two clusters' ids, by the rule the relay starts
+// by: source.cluster naming the sink cluster under other addresses is one
+// cluster read and written through two connections, a warning, and a
+// failure when a topic the relay writes has a source topic's name, for
+// the pipeline would then consume its own output.
 func (c *checker) clusterIDs() {
 	const check = "cluster ids"
 	src, sink := c.src.clusterID, c.sink.clusterID
 	switch {
 	case src == "" || sink == "":
-		c.rep.add(Warn, check, "not compared: the source cluster's is %q, the sink cluster's %q (a broker that reports none is older than Kafka 0.10.1)", src, sink)
+		c.rep.add(Warn, check, "not compared: the source cluster's is %q, the sink cluster's %q; the relay takes clusters without one for two", src, sink)
 		return
 	case src != sink:
 		c.rep.add(OK, check, "two clusters: the source cluster is %s, the sink cluster %s", src, sink)
@@ -94,12 +93,10 @@ type side struct {
 	// of is the cluster's settings, for the brokers line.
 	of config.Cluster
 	// role is what the cluster is to the pipeline, which decides the
-	// requests it must answer (brokerfloor.JudgeFor).
+	// requests it must answer (brokerfloor.JudgeFor). The name of each
+	// check of a Source or Sink cluster ends with it, "(source
+	// cluster)"; those of the one cluster (Both) keep their names.
 	role brokerfloor.Role
-	// name is "source cluster" or "sink cluster", which follows the
-	// name of each of its checks, or "" for the one cluster of a
-	// pipeline without source.cluster, whose checks keep their names.
-	name string
 	rep  *Report
 
 	cl       *kgo.Client
@@ -112,10 +109,11 @@ type side struct {
 	clusterID string
 }
 
-// add adds a result of a check of the cluster, named with it.
+// add adds a result of a check of the cluster, named with it when the
+// pipeline has two.
 func (s *side) add(st Status, check, format string, args ...any) {
-	if s.name != "" {
-		check += " (" + s.name + ")"
+	if s.role != brokerfloor.Both {
+		check += " (" + s.role.String() + ")"
 	}
 	s.rep.add(st, check, format, args...)
 }
@@ -134,7 +132,7 @@ func (c *checker) open(ctx context.Context, s *side, opts []kgo.Opt) bool {
 	if !c.connect(ctx, s) {
 		cl.Close()
 		s.cl = nil
-		s.add(Skipped, "everything else", "no connection to the %s", cmp.Or(s.name, "cluster"))
+		s.add(Skipped, "everything else", "no connection to the %s", s.role)
 		return false
 	}
 	return true

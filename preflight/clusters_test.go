@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/internal/brokerfloor"
 )
 
 // The brokers line of a cluster of two names the principal its client
@@ -37,13 +38,14 @@ func TestTheBrokersLineOfEachClusterNamesItsCertificatesCommonName(t *testing.T)
 	cl := config.Cluster{TLS: config.TLS{Enabled: true, CertFile: path}}
 	cl.SASL.Mechanism, cl.SASL.Username = config.MechanismScramSHA512, "packer"
 	for _, c := range []struct {
-		name, want string
+		role brokerfloor.Role
+		want string
 	}{
-		{"sink cluster", " (TLS, client certificate CN=relay-sink, SASL SCRAM-SHA-512 as packer)"},
-		{"", " (TLS, client certificate, SASL SCRAM-SHA-512 as packer)"},
+		{brokerfloor.Sink, " (TLS, client certificate CN=relay-sink, SASL SCRAM-SHA-512 as packer)"},
+		{brokerfloor.Both, " (TLS, client certificate, SASL SCRAM-SHA-512 as packer)"},
 	} {
-		if got := (&side{of: cl, name: c.name}).how(); got != c.want {
-			t.Errorf("cluster %q: how() = %q, want %q", c.name, got, c.want)
+		if got := (&side{of: cl, role: c.role}).how(); got != c.want {
+			t.Errorf("%s: how() = %q, want %q", c.role, got, c.want)
 		}
 	}
 }

@@ -289,7 +289,7 @@ func TestEachClusterIsHeldToTheFloorOfWhatItServes(t *testing.T) {
 	}{
 		{name: "a Kafka 4.1 sink cluster passes", sinkOpts: []kfake.Opt{old}},
 		{name: "a Kafka 4.1 source cluster fails its kafka version line", srcOpts: []kfake.Opt{old},
-			fail: "FAIL: kafka version (source cluster): the brokers are too old: ", says: "lack ShareFetch v2"},
+			fail: "FAIL: kafka version (source cluster): the brokers are too old (source cluster): ", says: "lack ShareFetch v2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := kfaketest.Cluster(t, append([]kfake.Opt{kfake.ClusterID("source-id"), kfake.SeedTopics(1, "orders")}, c.srcOpts...)...)

@@ -88,7 +88,7 @@ func Check(ctx context.Context, p *config.Pipeline, sinkOpts, sourceOpts []kgo.O
 		c.crossCluster(ctx, sinkOpts, sourceOpts)
 		return c.rep
 	}
-	s := &side{of: p.SinkCluster(), role: brokerfloor.Whole, rep: c.rep}
+	s := &side{of: p.SinkCluster(), role: brokerfloor.Both, rep: c.rep}
 	c.src, c.sink = s, s
 	if !c.open(ctx, s, sinkOpts) {
 		return c.rep
@@ -187,7 +187,7 @@ func (c *checker) connect(ctx context.Context, s *side) bool {
 	if meta.ClusterID != nil {
 		s.clusterID = *meta.ClusterID
 	}
-	s.floor = brokerfloor.JudgeFor(resp, c.p.Delivery == config.ExactlyOnce, s.role)
+	s.floor = brokerfloor.JudgeFor(resp, s.role, c.p.Delivery == config.ExactlyOnce)
 	s.add(OK, "brokers", "%d in the cluster, reached through %s%s", len(meta.Brokers), brokers, s.how())
 	return true
 }
@@ -201,7 +201,7 @@ func (s *side) how() string {
 		parts = append(parts, "TLS")
 		if t.CertFile != "" {
 			cert := "client certificate"
-			if cn := certCN(t.CertFile); s.name != "" && cn != "" {
+			if cn := certCN(t.CertFile); s.role != brokerfloor.Both && cn != "" {
 				cert += " CN=" + cn
 			}
 			parts = append(parts, cert)
@@ -244,7 +244,11 @@ func (c *checker) features(s *side) {
 	if s.floor.TooOld != nil {
 		s.add(Fail, "kafka version", "%v", s.floor.TooOld)
 	} else {
-		s.add(OK, "kafka version", "%s (guessed from ApiVersions); the relay needs %s or newer", s.floor.Guess, s.floor.Minimum)
+		floor := brokerfloor.Minimum
+		if s.role == brokerfloor.Sink {
+			floor = brokerfloor.SinkMinimum
+		}
+		s.add(OK, "kafka version", "%s (guessed from ApiVersions); the relay needs %s or newer", s.floor.Guess, floor)
 	}
 
 	if s.role != brokerfloor.Source {

@@ -14,6 +14,10 @@ import (
 // its messages name it.
 const Minimum = "Kafka 4.2"
 
+// SinkMinimum is the oldest release line a sink cluster (JudgeFor Sink)
+// can run: the transactions' requests the relay sends came in Kafka 4.1.
+const SinkMinimum = "Kafka 4.1"
+
 // ErrTooOld means the brokers lack a request version the relay needs:
 // they are older than Minimum, or share groups are off.
 var ErrTooOld = errors.New("the brokers are too old")
@@ -23,61 +27,49 @@ var ErrTooOld = errors.New("the brokers are too old")
 // to the writer's next transaction: exactly-once refuses such a cluster.
 var ErrNoTransactionV2 = errors.New("exactly-once needs the cluster's transaction.version at 2")
 
-// Role is what a cluster is to a pipeline, which decides the requests it
-// must answer. A pipeline without source.cluster has one cluster, Whole;
-// with it, the share group lives on the Source cluster, where nothing is
-// written, and the transactions on the Sink cluster, which needs no share
-// groups.
-type Role int8
+// Role is what the relay uses a cluster for: with source.cluster the
+// share group is on one cluster (Source) and the outputs, dead letters and
+// claim ledger on another (Sink); otherwise one cluster is Both.
+type Role int
 
+// The roles of a cluster.
 const (
-	// Whole is the one cluster of a pipeline without source.cluster: it
-	// must answer every request the relay sends.
-	Whole Role = iota
-	// Source is the cluster of source.cluster: the share group, its
-	// fetches and acknowledgements.
+	Both Role = iota
 	Source
-	// Sink is the cluster the relay writes to when the source is on
-	// another: the transactions, their outputs and the claim ledger.
 	Sink
 )
+
+// String names the role as messages do.
+func (r Role) String() string {
+	switch r {
+	case Source:
+		return "source cluster"
+	case Sink:
+		return "sink cluster"
+	}
+	return "cluster"
+}
 
 // need is a request, at a version, the relay cannot do without.
 type need struct {
 	key     kmsg.Key
 	version int16
+	// role is the cluster that must answer it: Source for the share
+	// group's requests, Sink for the transactions'.
+	role Role
 	// what the relay uses it for, and where it comes from.
 	why string
-	// role is the cluster that must answer it: Source or Sink.
-	role Role
-	// since is the first Kafka release that answers it.
-	since string
 }
 
 // needs are every request version the relay depends on, oldest first.
 // The share group requests decide the floor; the others came earlier and
 // are listed so that the rule says everything the relay uses.
 var needs = []need{
-	{kmsg.DescribeProducers, 0, "finding transactions a broker failure left open", Sink, "Kafka 2.8"},
-	{kmsg.ListTransactions, 2, "listing the relay's own transactional ids by pattern, KIP-1152", Sink, "Kafka 4.1"},
-	{kmsg.ShareGroupHeartbeat, 1, "share groups, KIP-932", Source, "Kafka 4.1"},
-	{kmsg.ShareFetch, 2, "the record_limit acquire mode, KIP-1206", Source, "Kafka 4.2"},
-	{kmsg.ShareAcknowledge, 2, "renewing record locks, KIP-1222", Source, "Kafka 4.2"},
-}
-
-// of reports whether a cluster of role r must answer n.
-func (n need) of(r Role) bool { return r == Whole || n.role == r }
-
-// Minimum is the oldest Kafka release line a cluster of role r can be:
-// the release of the newest request it must answer. Whole's is Minimum.
-func (r Role) Minimum() string {
-	m := ""
-	for _, n := range needs {
-		if n.of(r) {
-			m = n.since
-		}
-	}
-	return m
+	{kmsg.DescribeProducers, 0, Sink, "finding transactions a broker failure left open"},
+	{kmsg.ListTransactions, 2, Sink, "listing the relay's own transactional ids by pattern, KIP-1152"},
+	{kmsg.ShareGroupHeartbeat, 1, Source, "share groups, KIP-932"},
+	{kmsg.ShareFetch, 2, Source, "the record_limit acquire mode, KIP-1206"},
+	{kmsg.ShareAcknowledge, 2, Source, "renewing record locks, KIP-1222"},
 }
 
 // Verdict is what Judge found.
@@ -85,9 +77,6 @@ type Verdict struct {
 	// Guess is the Kafka release the request versions look like
 	// (kversion's guess without its "v": "4.2", "unknown").
 	Guess string
-	// Minimum is the oldest release the cluster can be for its role
-	// (Role.Minimum), as the messages name it.
-	Minimum string
 	// TransactionVersion and ShareVersion are the finalized levels of
 	// the features, 0 when not finalized.
 	TransactionVersion, ShareVersion int16
@@ -95,7 +84,7 @@ type Verdict struct {
 	// the minimum. The relay refuses to start on it whatever the delivery.
 	TooOld error
 	// NoTransactionV2, when not nil, wraps ErrNoTransactionV2; only for
-	// exactly-once, on a cluster the relay writes to (Whole or Sink).
+	// exactly-once.
 	NoTransactionV2 error
 }
 
@@ -108,20 +97,19 @@ var releaseRE = regexp.MustCompile(`\bv([0-9])`)
 // Judge decides, from the ApiVersions answer resp of a broker, whether the
 // relay can run on the cluster, for exactly-once when exactlyOnce. The
 // answer of one broker stands for the cluster: a rolling upgrade may mix
-// releases for a while, and the relay asks again at each start. It judges
-// the one cluster of a pipeline without source.cluster: JudgeFor with
-// Whole.
+// releases for a while, and the relay asks again at each start.
 func Judge(resp *kmsg.ApiVersionsResponse, exactlyOnce bool) Verdict {
-	return JudgeFor(resp, exactlyOnce, Whole)
+	return JudgeFor(resp, Both, exactlyOnce)
 }
 
-// JudgeFor is Judge for a cluster of role r: a Source cluster is asked
-// only for the share group requests and never for transaction.version
-// (nothing is written to it), a Sink cluster only for the transactions'
-// requests and transaction.version (it may have share groups off).
-func JudgeFor(resp *kmsg.ApiVersionsResponse, exactlyOnce bool, r Role) Verdict {
+// JudgeFor is Judge for a cluster of the given role: a Source cluster
+// needs the share group's requests and no transactions (nothing is
+// written to it), a Sink cluster the transactions' requests and, for
+// exactly-once, transaction.version 2, but no share groups. Messages
+// name the role when it is not Both.
+func JudgeFor(resp *kmsg.ApiVersionsResponse, role Role, exactlyOnce bool) Verdict {
 	vs := kversion.FromApiVersionsResponse(resp)
-	v := Verdict{Guess: releaseRE.ReplaceAllString(vs.VersionGuess(), "$1"), Minimum: r.Minimum()}
+	v := Verdict{Guess: releaseRE.ReplaceAllString(vs.VersionGuess(), "$1")}
 	supported := map[string]int16{}
 	for _, f := range resp.SupportedFeatures {
 		supported[f.Name] = f.MaxVersion
@@ -137,7 +125,7 @@ func JudgeFor(resp *kmsg.ApiVersionsResponse, exactlyOnce bool, r Role) Verdict 
 
 	var missing []string
 	for _, n := range needs {
-		if !n.of(r) {
+		if role != Both && n.role != role {
 			continue
 		}
 		if max, ok := vs.LookupMaxKeyVersion(n.key.Int16()); !ok || max < n.version {
@@ -153,13 +141,20 @@ func JudgeFor(resp *kmsg.ApiVersionsResponse, exactlyOnce bool, r Role) Verdict 
 		// their requests: the release is not what to change then.
 		hint := ""
 		_, shares := vs.LookupMaxKeyVersion(kmsg.ShareGroupHeartbeat.Int16())
-		if r != Sink && !shares && v.ShareVersion < 1 && supported["share.version"] >= 1 {
+		if !shares && v.ShareVersion < 1 && supported["share.version"] >= 1 {
 			hint = "; share groups may be off: share.version is finalized at 0 (kafka-features upgrade --feature share.version=1)"
 		}
-		v.TooOld = fmt.Errorf("%w: they look like Kafka %s (guessed from ApiVersions) and lack %s; the relay needs %s or newer%s",
-			ErrTooOld, v.Guess, strings.Join(missing, ", "), v.Minimum, hint)
+		who, floor := "", Minimum+" or newer"
+		if role != Both {
+			who = " (" + role.String() + ")"
+		}
+		if role == Sink {
+			floor = "brokers that answer them (" + SinkMinimum + " or newer) on the cluster it writes to"
+		}
+		v.TooOld = fmt.Errorf("%w%s: they look like Kafka %s (guessed from ApiVersions) and lack %s; the relay needs %s%s",
+			ErrTooOld, who, v.Guess, strings.Join(missing, ", "), floor, hint)
 	}
-	if exactlyOnce && r != Source && v.TransactionVersion < 2 {
+	if exactlyOnce && role != Source && v.TransactionVersion < 2 {
 		v.NoTransactionV2 = fmt.Errorf("%w: it is finalized at %d (on Kafka 4.0+: kafka-features upgrade --feature transaction.version=2), or use delivery: at-least-once",
 			ErrNoTransactionV2, v.TransactionVersion)
 	}

@@ -46,8 +46,6 @@ func TestJudgeRefusesBrokersOlderThanTheFloorAndSaysWhatIsMissing(t *testing.T) 
 		name        string
 		resp        *kmsg.ApiVersionsResponse
 		exactlyOnce bool
-		// role is the cluster's; Whole asks Judge itself.
-		role Role
 		// tooOld and noTV2 are substrings the refusals must hold, ""
 		// for no refusal.
 		tooOld, noTV2 []string
@@ -94,29 +92,9 @@ func TestJudgeRefusesBrokersOlderThanTheFloorAndSaysWhatIsMissing(t *testing.T) 
 		{name: "Kafka 4.1 at transaction version 1 is refused for both, in one error",
 			resp: answer(kversion.V4_1_0(), map[string]int16{"share.version": 1, "transaction.version": 1}), exactlyOnce: true,
 			tooOld: []string{"Kafka 4.2 or newer"}, noTV2: []string{"finalized at 1"}},
-		{name: "a source cluster at transaction version 1 runs exactly-once: nothing is written to it",
-			resp: answer(kversion.V4_2_0(), map[string]int16{"share.version": 1, "transaction.version": 1}), exactlyOnce: true, role: Source},
-		{name: "a Kafka 4.0 source cluster is refused for the share requests alone, with the release they need",
-			resp: answer(kversion.V4_0_0(), on), role: Source,
-			tooOld: []string{"ShareGroupHeartbeat v1", "ShareFetch v2", "ShareAcknowledge v2", "the relay needs Kafka 4.2 or newer"}, notSay: "ListTransactions"},
-		{name: "a sink cluster with share groups off runs exactly-once: no share consumer talks to it",
-			resp: answer(without(without(without(kversion.V4_2_0(), kmsg.ShareFetch, -1), kmsg.ShareAcknowledge, -1), kmsg.ShareGroupHeartbeat, -1),
-				map[string]int16{"transaction.version": 2}), exactlyOnce: true, role: Sink},
-		{name: "a Kafka 4.1 sink cluster runs exactly-once: the transactions' requests are its floor",
-			resp: answer(kversion.V4_1_0(), on), exactlyOnce: true, role: Sink},
-		{name: "a Kafka 4.0 sink cluster is refused for ListTransactions alone, with the sink's minimum",
-			resp: answer(kversion.V4_0_0(), map[string]int16{"transaction.version": 2}), role: Sink,
-			tooOld: []string{"lack ListTransactions v2 (listing the relay's own transactional ids by pattern, KIP-1152; they answer up to v1); the relay needs Kafka 4.1 or newer"},
-			notSay: "Share"},
-		{name: "a sink cluster at transaction version 1 refuses exactly-once",
-			resp: answer(kversion.V4_2_0(), map[string]int16{"share.version": 1, "transaction.version": 1}), exactlyOnce: true, role: Sink,
-			noTV2: []string{"finalized at 1"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			v := JudgeFor(c.resp, c.exactlyOnce, c.role)
-			if c.role == Whole {
-				v = Judge(c.resp, c.exactlyOnce)
-			}
+			v := Judge(c.resp, c.exactlyOnce)
 			check := func(what string, err, sentinel error, want []string) {
 				t.Helper()
 				if len(want) == 0 {
@@ -149,15 +127,29 @@ func TestJudgeRefusesBrokersOlderThanTheFloorAndSaysWhatIsMissing(t *testing.T) 
 	}
 }
 
-// Each role's minimum is the release of the newest request it needs; the
-// one cluster's is the floor the messages have always named.
-func TestEachRolesMinimumIsTheReleaseOfItsNewestRequest(t *testing.T) {
-	for r, want := range map[Role]string{Whole: Minimum, Source: "Kafka 4.2", Sink: "Kafka 4.1"} {
-		if got := r.Minimum(); got != want {
-			t.Errorf("role %d: Minimum() = %q, want %q", r, got, want)
-		}
-		if got := JudgeFor(answer(kversion.V4_2_0(), on), true, r).Minimum; got != want {
-			t.Errorf("role %d: Verdict.Minimum = %q, want %q", r, got, want)
-		}
+func TestJudgeForARoleAsksOnlyWhatThatClusterIsUsedFor(t *testing.T) {
+	txnV2 := map[string]int16{"transaction.version": 2}
+	// A Kafka 4.1 cluster has transactions v2 but no record_limit share
+	// fetches: a sink, not a source.
+	if err := JudgeFor(answer(kversion.V4_1_0(), txnV2), Sink, true).Err(); err != nil {
+		t.Errorf("4.1 as the sink of exactly-once: %v", err)
+	}
+	err := JudgeFor(answer(kversion.V4_1_0(), txnV2), Source, true).Err()
+	if !errors.Is(err, ErrTooOld) || !strings.Contains(err.Error(), "(source cluster)") || !strings.Contains(err.Error(), "Kafka 4.2 or newer") {
+		t.Errorf("4.1 as the source: %v, want too old naming the source cluster and the floor", err)
+	}
+	// A source needs no transactions: transaction.version 1 is no
+	// refusal there, and is one on the sink of exactly-once.
+	share := map[string]int16{"share.version": 1, "transaction.version": 1}
+	if err := JudgeFor(answer(kversion.V4_2_0(), share), Source, true).Err(); err != nil {
+		t.Errorf("source with transaction.version 1: %v", err)
+	}
+	if err := JudgeFor(answer(kversion.V4_2_0(), share), Sink, true).Err(); !errors.Is(err, ErrNoTransactionV2) {
+		t.Errorf("sink with transaction.version 1: %v, want ErrNoTransactionV2", err)
+	}
+	// The sink's own requests are still asked of it.
+	err = JudgeFor(answer(without(kversion.V4_2_0(), kmsg.DescribeProducers, -1), txnV2), Sink, true).Err()
+	if !errors.Is(err, ErrTooOld) || !strings.Contains(err.Error(), "DescribeProducers") || !strings.Contains(err.Error(), "(sink cluster)") {
+		t.Errorf("sink without DescribeProducers: %v", err)
 	}
 }

@@ -16,5 +16,5 @@
 // With source.cluster a pipeline has two clusters, and each is asked only
 // for what it serves (JudgeFor): the source cluster for the share group
 // requests, the sink cluster for the transactions' requests and
-// transaction.version, whose floor is then Kafka 4.1.
+// transaction.version, whose floor is then Kafka 4.1 (SinkMinimum).
 package brokerfloor
