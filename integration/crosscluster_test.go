@@ -359,3 +359,73 @@ func sinkPermissions(p *harness.Pipeline) []permission {
 	}
 	return out
 }
+
+// relay check on a pipeline across two clusters: the source cluster
+// (PLAINTEXT) is asked for the source topic and the share group, the
+// secured sink cluster (mutual TLS, ACLs) for the topics the relay writes
+// and its transactional ids as the certificate's principal, every line
+// naming its cluster and the clusters' ids compared. With WRITE on the
+// transactional ids taken from the sink's principal, the one failure is
+// that line of the sink cluster.
+func TestRealCrossClusterCICheckAsksEachClusterAsItsPrincipal(t *testing.T) {
+	b, s := securedBrokerFor(t)
+	source := kafkatest.SecondBroker(t)
+	sink := []string{b.Addr()}
+	p := crossPipe(t, sink, []string{source.Addr()}, harness.PipelineOptions{
+		Workers: 2, Brokers: []string{s.SSLAddr()}, Security: mtlsSecurity(s),
+	})
+	principal := "User:CN=" + mtlsCN
+	setPermissions(t, sink, principal, sinkPermissions(p))
+
+	code, out := relayCheck(t, p)
+	t.Logf("relay check (exit %d):\n%s", code, out)
+	if code != 0 {
+		t.Fatalf("relay check exit %d, want 0", code)
+	}
+	for _, want := range []string{
+		"ok: brokers (source cluster): 1 in the cluster, reached through " + source.Addr() + " (plaintext, no authentication)",
+		"ok: share groups (source cluster): ",
+		"ok: source topic " + p.Source + " (source cluster): ",
+		"ok: share group " + p.Group + " (source cluster): READ allowed",
+		"ok: brokers (sink cluster): 1 in the cluster, reached through " + s.SSLAddr() + " (TLS, client certificate CN=" + mtlsCN + ")",
+		"ok: transaction.version (sink cluster): finalized at 2",
+		"ok: output topic " + p.Output + " (sink cluster): ",
+		"ok: ledger topic " + p.Ledger + " (sink cluster): ",
+		"ok: transactional ids sharerelay-" + p.Name + "-* (sink cluster): WRITE allowed",
+		"ok: cluster ids: two clusters: the source cluster is " + kafkatest.NamedClusterID("second") + ", the sink cluster " + kafkatest.NamedClusterID("secured"),
+	} {
+		if !hasCheckLine(out, want) {
+			t.Errorf("relay check has no line starting %q", want)
+		}
+	}
+
+	var perms []permission
+	for _, a := range sinkPermissions(p) {
+		if a.kind != "transactional-id" {
+			perms = append(perms, a)
+		}
+	}
+	setPermissions(t, sink, principal, perms)
+	code, out = relayCheck(t, p)
+	var fails []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "FAIL") {
+			fails = append(fails, l)
+		}
+	}
+	want := "FAIL: transactional ids sharerelay-" + p.Name + "-* (sink cluster): not authorized to WRITE them"
+	if code != 1 || len(fails) != 1 || !strings.HasPrefix(fails[0], want) {
+		t.Errorf("relay check without WRITE on the transactional ids: exit %d, failures %q; want exit 1 and one failure starting %q\n%s", code, fails, want, out)
+	}
+}
+
+// hasCheckLine reports whether a line of relay check's output starts with
+// prefix.
+func hasCheckLine(out, prefix string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return true
+		}
+	}
+	return false
+}
