@@ -437,7 +437,7 @@ func nemesis(t *testing.T, n needs, records int, dur time.Duration) {
 		}
 		return []string{fp(specs[s.intn(len(specs))])}
 	}
-	s = newScenario(t, n, opts{Records: records, Workers: 3, Transforms: work, Env: env})
+	s = newScenario(t, n, opts{Records: records, Workers: 3, Transforms: work, Env: env, Audit: true})
 	records = s.o.Records
 	s.seedRange(1, records/10)
 	s.startAll()
@@ -818,6 +818,7 @@ func nemesisDuration() time.Duration {
 func TestChaosVerifierCatchesDuplicates(t *testing.T) {
 	o := slowOpts("at-least-once")
 	o.Env = func(int, int) []string { return widen }
+	o.Audit = true
 	s := newScenario(t, 0, o)
 	s.seedAll()
 	s.startAll()
