@@ -40,10 +40,6 @@ var relayEOSAudit = func() contender {
 // or two and the reading of the last outputs.
 const auditCatchUpTimeout = 2 * time.Minute
 
-// auditCheckpointSuffix names the auditor's checkpoint topic after the
-// pipeline, <pipeline>.audit; the bench deletes it with the run's topics.
-const auditCheckpointSuffix = ".audit"
-
 // auditRun is what one run of the auditor cost.
 type auditRun struct {
 	// CPUSeconds is the auditor process's CPU, user+system, from its

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sharerelay/sharerelay/audit"
+	"github.com/sharerelay/sharerelay/audit/live"
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/lineage"
 )
@@ -273,8 +274,8 @@ func (b *bench) setUpTrial(ctx context.Context, t trial, created *[]string) (tri
 			ledger := t.name + config.DefaultLedgerSuffix
 			*created = append(*created, ledger, ledger+".snapshots")
 		}
-		if t.c.audit {
-			*created = append(*created, t.name+auditCheckpointSuffix)
+		if t.c.audit { // the auditor's checkpoint
+			*created = append(*created, live.CheckpointTopic(t.name))
 		}
 	}
 	return t, nil
