@@ -100,8 +100,8 @@ func printAudit(w io.Writer, size int, s *auditSummary) {
 		return
 	}
 	fmt.Fprintf(w, "the live auditor beside the relay (relay audit and relay run, each its own process; CPU-seconds per 1M records = µs/rec):\n")
-	fmt.Fprintf(w, "%-7s %4s %12s %17s %18s %17s %16s %12s %11s\n", "size", "runs", "relay rec/s", "relay CPU s/1M", "relay peak RSS MB", "auditor CPU s/1M", "auditor peak MB", "auditor/relay", "catch-up s")
-	fmt.Fprintf(w, "%-7s %4d %12.0f %17.2f %18.0f %17.2f %16.0f %12.2f %11.1f\n",
+	fmt.Fprintf(w, "%-7s %4s %12s %17s %18s %17s %16s %14s %11s\n", "size", "runs", "relay rec/s", "relay CPU s/1M", "relay peak RSS MB", "auditor CPU s/1M", "auditor peak MB", "auditor/relay", "catch-up s")
+	fmt.Fprintf(w, "%-7s %4d %12.0f %17.2f %18.0f %17.2f %16.0f %14.2f %11.1f\n",
 		fmt.Sprintf("%d B", size), len(s.Runs), s.Relay.Median, s.Relay.CPUMicrosPerRecord, s.Relay.PeakRSSMB,
 		s.CPUSecondsPerMillion, s.PeakRSSMB, ratio(s.CPUSecondsPerMillion, s.Relay.CPUMicrosPerRecord), s.CatchUpSeconds)
 	for _, r := range s.Runs {
