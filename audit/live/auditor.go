@@ -380,16 +380,17 @@ func (l *loop) run(ctx context.Context, fenceReq chan<- uint64, fenceRes <-chan 
 // place applies fence f: new partitions join the readers, and the readers
 // read up to f's bounds.
 func (l *loop) place(f *fence) error {
-	newSrc, newOut := l.s.placed(f)
-	if err := l.src.add(l.ctx, l.g, newSrc, l.fetched); err != nil {
+	l.s.placed(f)
+	srcPos := l.srcPos()
+	if err := l.src.add(l.ctx, l.g, srcPos, l.fetched); err != nil {
 		return err
 	}
-	if err := l.out.add(l.ctx, l.g, newOut, l.fetched); err != nil {
+	if err := l.out.add(l.ctx, l.g, l.s.outPos, l.fetched); err != nil {
 		return err
 	}
 	l.target = f
 	srcB, outB := l.s.bounds(f)
-	l.src.bound(srcB, l.srcPos())
+	l.src.bound(srcB, srcPos)
 	l.out.bound(outB, l.s.outPos)
 	return nil
 }
@@ -484,23 +485,32 @@ type reader struct {
 	src        bool
 	deadLetter string
 
-	cl     *kgo.Client
-	bounds map[tp]int64
-	paused map[tp]bool
+	cl      *kgo.Client
+	reading map[tp]bool
+	bounds  map[tp]int64
+	paused  map[tp]bool
 }
 
-// add starts reading parts at their offsets; the first call makes the
-// client and its polling goroutine (in g).
-func (r *reader) add(ctx context.Context, g *errgroup.Group, parts map[tp]int64, out chan<- batch) error {
-	if len(parts) == 0 {
-		return nil
-	}
+// add starts reading the partitions of pos it does not read yet, each at
+// its position; the first call makes the client and its polling
+// goroutine (in g).
+func (r *reader) add(ctx context.Context, g *errgroup.Group, pos map[tp]int64, out chan<- batch) error {
 	want := map[string]map[int32]kgo.Offset{}
-	for at, o := range parts {
+	for at, o := range pos {
+		if r.reading[at] {
+			continue
+		}
+		if r.reading == nil {
+			r.reading = map[tp]bool{}
+		}
+		r.reading[at] = true
 		if want[at.topic] == nil {
 			want[at.topic] = map[int32]kgo.Offset{}
 		}
 		want[at.topic][at.partition] = kgo.NewOffset().At(o)
+	}
+	if len(want) == 0 {
+		return nil
 	}
 	if r.cl != nil {
 		r.cl.AddConsumePartitions(want)

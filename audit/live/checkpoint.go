@@ -250,8 +250,9 @@ func (t *topicStore) Load(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := t.ensure(ctx, kadm.NewClient(cl)); err != nil {
-		return nil, err
+	created, err := t.ensure(ctx, kadm.NewClient(cl))
+	if err != nil || created {
+		return nil, err // a topic just created holds no checkpoint
 	}
 	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, t.topic)
 	if err == nil {
@@ -306,18 +307,19 @@ func (t *topicStore) Load(ctx context.Context) ([]byte, error) {
 	return last, nil
 }
 
-// ensure creates the checkpoint topic when it is missing.
-func (t *topicStore) ensure(ctx context.Context, adm *kadm.Client) error {
+// ensure creates the checkpoint topic when it is missing, and says
+// whether it did.
+func (t *topicStore) ensure(ctx context.Context, adm *kadm.Client) (created bool, err error) {
 	td, err := adm.ListTopics(ctx, t.topic)
 	if err != nil {
-		return fmt.Errorf("checkpoint: looking up %s: %w", t.topic, err)
+		return false, fmt.Errorf("checkpoint: looking up %s: %w", t.topic, err)
 	}
 	if d, ok := td[t.topic]; ok && d.Err == nil {
-		return nil
+		return false, nil
 	}
 	brokers, err := adm.ListBrokers(ctx)
 	if err != nil {
-		return fmt.Errorf("checkpoint: listing brokers: %w", err)
+		return false, fmt.Errorf("checkpoint: listing brokers: %w", err)
 	}
 	rf := int16(max(1, min(3, len(brokers))))
 	cfg := map[string]*string{
@@ -328,10 +330,13 @@ func (t *topicStore) ensure(ctx context.Context, adm *kadm.Client) error {
 	if err == nil {
 		err = resp.Err
 	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("checkpoint: creating %s: %w", t.topic, err)
+	switch {
+	case errors.Is(err, kerr.TopicAlreadyExists):
+		return false, nil // created meanwhile, by another auditor
+	case err != nil:
+		return false, fmt.Errorf("checkpoint: creating %s: %w", t.topic, err)
 	}
-	return nil
+	return true, nil
 }
 
 func (t *topicStore) Save(ctx context.Context, b []byte) error {

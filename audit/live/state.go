@@ -264,27 +264,20 @@ type fence struct {
 	outStart, outEnd map[tp]int64
 }
 
-// placed applies fence f to the state: new partitions are added (their
-// readers start at the returned offsets), what was held for want of a
-// fence is placed, positions move past what retention deleted.
-func (s *state) placed(f *fence) (newSources, newOutputs map[tp]int64) {
-	newSources, newOutputs = map[tp]int64{}, map[tp]int64{}
+// placed applies fence f to the state: new partitions are added, what
+// was held for want of a fence is placed, positions move past what
+// retention deleted.
+func (s *state) placed(f *fence) {
 	for _, at := range slices.SortedFunc(maps.Keys(f.srcEnd), compareTP) {
 		p := s.parts[at]
 		if p == nil {
 			p = s.addPart(at, f.srcStart[at])
-			newSources[at] = p.pos
 		}
 		p.end = max(p.end, f.srcEnd[at])
 		p.pos = max(p.pos, f.srcStart[at])
 	}
 	for at := range f.outEnd {
-		start := f.outStart[at]
-		if _, ok := s.outPos[at]; !ok {
-			s.outPos[at] = start
-			newOutputs[at] = start
-		}
-		s.outPos[at] = max(s.outPos[at], start)
+		s.outPos[at] = max(s.outPos[at], f.outStart[at])
 	}
 	keep := s.unknown[:0]
 	for _, u := range s.unknown {
@@ -316,7 +309,6 @@ func (s *state) placed(f *fence) (newSources, newOutputs map[tp]int64) {
 			s.count(p, o, *h, h.seq)
 		}
 	}
-	return newSources, newOutputs
 }
 
 // settled says whether fence f can be judged: every reader is at its
