@@ -101,8 +101,8 @@ func (s *state) snapshot(pipeline string) *checkpoint {
 				}
 			}
 		}
-		for _, o := range slices.Sorted(maps.Keys(p.ahead)) {
-			cs.Pending = append(cs.Pending, pending(o, p.ahead[o].marks, p.ahead[o].fan))
+		for _, o := range slices.Sorted(maps.Keys(p.far)) {
+			cs.Pending = append(cs.Pending, pending(o, p.far[o].marks, p.far[o].fan))
 		}
 		cp.Sources = append(cp.Sources, cs)
 	}
@@ -172,11 +172,7 @@ func (s *state) restore(cp *checkpoint) error {
 		s.m.partition(p)
 		// Placed by the first fence, which reads the partition's end.
 		for _, pe := range cs.Pending {
-			if p.ahead == nil {
-				p.ahead = map[int64]*held{}
-			}
-			h := pe.held()
-			p.ahead[pe.O] = &h
+			s.count(p, pe.O, pe.held(), 1)
 		}
 	}
 	for _, o := range cp.Outputs {
