@@ -306,8 +306,8 @@ func TestRecordsInFlightAreNeverJudged(t *testing.T) {
 	}
 	p.write(outs...)
 	p.ack(recs[:5]...)
-	rep := p.judged(r, 5)
-	rep = p.judgements(r, 4)
+	p.judged(r, 5)
+	rep := p.judgements(r, 4)
 	if rep.Total.Sources != 5 || rep.Total.Lost != 0 || !rep.Exact || rep.Total.Lag != 5 {
 		t.Fatalf("with 5 records held over 4 fences: %+v exact %v; want 5 judged, exact, 5 unjudged", rep.Total, rep.Exact)
 	}
