@@ -346,10 +346,11 @@ func (t *topicStore) Save(ctx context.Context, b []byte) error {
 	return nil
 }
 
-// Close closes the store's client.
+// Close closes the store's client; a later Load or Save makes another.
 func (t *topicStore) Close() {
 	if t.cl != nil {
 		t.cl.Close()
+		t.cl = nil
 	}
 }
 
