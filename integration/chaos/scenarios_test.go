@@ -421,7 +421,10 @@ func TestChaosNemesis(t *testing.T) {
 	nemesis(t, n, 0, nemesisDuration())
 }
 
-// nemesis runs scenario 10 with records (0: CHAOS_RECORDS) for dur.
+// nemesis runs scenario 10 with records (0: CHAOS_RECORDS) for dur; with
+// needCross across two clusters (scenarios 15 and 16), where the network
+// faults go toward one cluster at a time and the brokers have a nemesis of
+// their own (crossBrokerNemesis).
 func nemesis(t *testing.T, n needs, records int, dur time.Duration) {
 	var s *scenario
 	env := func(_, inc int) []string {
@@ -450,16 +453,19 @@ func nemesis(t *testing.T, n needs, records int, dur time.Duration) {
 		defer close(done)
 		lastBroker := time.Now()
 		for time.Now().Before(end) && !s.stopping.Load() {
+			// Toward one cluster at a time: in a cross-cluster
+			// scenario the relays keep their path to the other.
+			side := s.side()
 			switch k := s.intn(10); {
 			case k < 2:
-				s.netFault(toxReset, s.victims(), s.between(time.Second, 4*time.Second))
+				s.netFaultTo(side, toxReset, toxReset, s.victims(), 0, s.between(time.Second, 4*time.Second))
 			case k < 3:
-				s.netFault(toxLatency, s.victims(), s.between(12*time.Second, 15*time.Second))
+				s.netFaultTo(side, toxLatency, toxLatency, s.victims(), 0, s.between(12*time.Second, 15*time.Second))
 			case k < 5:
-				s.netFault(toxBlackhole, s.victims(), s.between(2*time.Second, 7*time.Second))
+				s.netFaultTo(side, toxBlackhole, toxBlackhole, s.victims(), 0, s.between(2*time.Second, 7*time.Second))
 			case k < 6:
-				s.netFault(toxDown, s.victims(), s.between(time.Second, 4*time.Second))
-			case k < 8:
+				s.netFaultTo(side, toxDown, toxDown, s.victims(), 0, s.between(time.Second, 4*time.Second))
+			case k < 8: // EndTxn goes to the sink, where the transactions are
 				slot := s.intn(len(s.relays))
 				s.count(func(r *result) { r.Toxics["endtxn-cut windows"]++ })
 				if err := s.addToxic(slot, "endtxn-cut", "kafka_endtxn_cut", "upstream", map[string]any{"every": 2}); err != nil {
@@ -474,7 +480,12 @@ func nemesis(t *testing.T, n needs, records int, dur time.Duration) {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				node, _, _ := s.victim(ctx)
 				cancel()
-				s.netFaultTo(toxIsolate, toxBlackhole, s.victims(), node, s.between(3*time.Second, 10*time.Second))
+				s.netFaultTo(s.env, toxIsolate, toxBlackhole, s.victims(), node, s.between(3*time.Second, 10*time.Second))
+			case s.cross():
+				// The brokers have their own nemesis
+				// (crossBrokerNemesis); here every relay loses one
+				// cluster while the other stays in reach.
+				s.netFaultTo(side, toxIsolateCluster, toxBlackhole, s.allSlots(), 0, s.between(3*time.Second, 10*time.Second))
 			default:
 				if time.Since(lastBroker) > 45*time.Second && time.Until(end) > 30*time.Second {
 					if err := s.bounceBroker(s.intn(2) == 0, s.between(0, 3*time.Second)); err != nil {
@@ -488,10 +499,13 @@ func nemesis(t *testing.T, n needs, records int, dur time.Duration) {
 		}
 	}()
 	nodesDone := make(chan struct{})
-	go func() { // the node nemesis, on the cluster
+	go func() { // the node nemesis, on the cluster; the brokers', across clusters
 		defer close(nodesDone)
-		if s.env.cluster != nil {
+		switch {
+		case s.env.cluster != nil:
 			s.nodeNemesis(end)
+		case s.cross():
+			s.crossBrokerNemesis(time.Now(), end)
 		}
 	}()
 	for time.Now().Before(end) { // the process nemesis
@@ -793,13 +807,18 @@ func (s *scenario) checkChurn(churned []churn) []string {
 // victims picks one relay slot, or (one time in four) all of them.
 func (s *scenario) victims() []int {
 	if s.intn(4) == 0 {
-		all := make([]int, len(s.relays))
-		for i := range all {
-			all[i] = i
-		}
-		return all
+		return s.allSlots()
 	}
 	return []int{s.intn(len(s.relays))}
+}
+
+// allSlots returns every relay slot.
+func (s *scenario) allSlots() []int {
+	all := make([]int, len(s.relays))
+	for i := range all {
+		all[i] = i
+	}
+	return all
 }
 
 // nemesisDuration is CHAOS_NEMESIS or 3 minutes.
