@@ -857,6 +857,39 @@ func TestChaosVerifierCatchesDuplicates(t *testing.T) {
 	t.Logf("the verifier caught %d duplicated source records (e.g. %v); the concurrent reader saw %d", rep.Total.Duplicated, samples(rep, false), s.res.ReaderDuplicates)
 }
 
+// The CI size of the cross-cluster nemesis: about a minute and a half of
+// wall time, the source broker's start included.
+const (
+	crossCIRecords = 24_000
+	crossCIFaults  = 45 * time.Second
+)
+
+// envLong, when "1", runs the chaos scenarios too long for every CI run
+// (make chaos sets it); CI runs a short twin of each.
+const envLong = "CHAOS_LONG"
+
+// 15. TestChaosCrossClusterCI is the cross-cluster nemesis at a size for
+// every CI run: 24,000 records and 45 s of faults, among them a kill -9 of
+// each cluster's broker.
+func TestChaosCrossClusterCI(t *testing.T) {
+	nemesis(t, needProxy|needBroker|needCross, crossCIRecords, crossCIFaults)
+}
+
+// 16. TestChaosCrossClusterNemesis is scenario 10 across two clusters
+// (CHAOS_RECORDS records, at least 100,000; CHAOS_NEMESIS of faults):
+// relay SIGKILLs, SIGTERMs, SIGSTOPs and failpoints; network faults toward
+// the source cluster and toward the sink separately, EndTxn cuts toward
+// the sink; each cluster's broker killed -9 (or stopped) and restarted in
+// turn. The verdict is `relay verify` across the two clusters and the
+// concurrent reader. Only with CHAOS_LONG=1 (make chaos, make
+// soak-cross): CI runs TestChaosCrossClusterCI.
+func TestChaosCrossClusterNemesis(t *testing.T) {
+	if os.Getenv(envLong) != "1" {
+		t.Skipf("a long scenario: %s=1 (make chaos) runs it; CI runs TestChaosCrossClusterCI", envLong)
+	}
+	nemesis(t, needProxy|needBroker|needCross, max(100_000, recordsDefault()), nemesisDuration())
+}
+
 // The CI size of the cluster's nemesis: about three minutes of wall time,
 // cluster start included.
 const (
