@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -12,15 +13,36 @@ import (
 // warns on every connection attempt of every client.
 const kgoLogWindow = time.Minute
 
-// clientOpts returns the options of a new Kafka client: the pipeline's
-// (brokers, TLS, SASL, tuning, built once by kafkaopts in New), then
-// franz-go's logger (its warnings and errors in the relay's log, see
-// kgolog), then Options.ClientOpts, then extra, this client's own. Every
-// client of the relay, whatever its job, is made with them: share
-// consumers, transactional producers, the claim ledger's readers and
-// writers, admin clients and the background watchers.
+// clientOpts returns the options of a new Kafka client of the sink
+// cluster: the pipeline's (brokers, TLS, SASL, tuning, built once by
+// kafkaopts in New), then franz-go's logger (its warnings and errors in
+// the relay's log, see kgolog), then Options.ClientOpts, then extra, this
+// client's own. The clients that write and their helpers are made with
+// them: transactional producers, the claim ledger's readers and writers
+// and its resolver, the output checks, the retired-id watcher.
 func (r *Relay) clientOpts(extra ...kgo.Opt) []kgo.Opt {
-	return r.kafka.Opts(slices.Concat([]kgo.Opt{kgo.WithLogger(r.kgoLog)}, r.opts.ClientOpts, extra)...)
+	return r.kafka.Sink.Opts(slices.Concat([]kgo.Opt{kgo.WithLogger(r.kgoLog)}, r.opts.ClientOpts, extra)...)
+}
+
+// sourceClientOpts is clientOpts for a client of the source cluster
+// (config.Pipeline.SourceCluster): the share consumers, the share group's
+// configs, limits and lag, and the source topics' checks. Without
+// source.cluster it is clientOpts. Nothing is written with them.
+func (r *Relay) sourceClientOpts(extra ...kgo.Opt) []kgo.Opt {
+	return r.kafka.Source.Opts(slices.Concat([]kgo.Opt{kgo.WithLogger(r.kgoLog)}, r.opts.ClientOpts, extra)...)
+}
+
+// onSource and onSink name the cluster an error came from when the
+// pipeline has two (source.cluster), so that a not-ready reason, a log
+// line or a stop says which side failed; on one cluster they return err.
+func (r *Relay) onSource(err error) error { return r.onCluster("source cluster", err) }
+func (r *Relay) onSink(err error) error   { return r.onCluster("sink cluster", err) }
+
+func (r *Relay) onCluster(name string, err error) error {
+	if err == nil || !r.p.CrossCluster() {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // storeSizes publishes the topics' batch limits, capped by

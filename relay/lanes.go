@@ -147,7 +147,7 @@ func (w *worker) ensureProducer(ctx context.Context) error {
 		if errors.Is(err, txn.ErrFenced) {
 			return fmt.Errorf("worker %d: %w", w.id, err)
 		}
-		w.health.trouble(w.id, "creating the transactional producer", err)
+		w.health.trouble(w.id, w.producerDoing(), err)
 		if !w.hold(ctx, min(time.Duration(attempt+1)*500*time.Millisecond, 10*time.Second)) {
 			if ctx.Err() != nil {
 				return ctx.Err()

@@ -30,6 +30,9 @@ func (w *worker) pause(ctx context.Context, cause error) bool {
 		reason = "claim blocked"
 	case class == kafkaerr.Destination:
 		reason = "destination unavailable"
+	case w.crossCluster:
+		// Writes go to the sink: say which of the two is out.
+		reason = "sink cluster unavailable"
 	}
 	w.health.paused(w.id, reason, cause)
 	for attempt := 1; ; attempt++ {
@@ -92,4 +95,22 @@ func (w *worker) stopping() bool {
 	default:
 		return false
 	}
+}
+
+// pollDoing names what failed when a poll fails, for the not-ready reason:
+// with two clusters, on which one.
+func (w *worker) pollDoing() string {
+	if w.crossCluster {
+		return "polling the share group on the source cluster"
+	}
+	return "polling the share group"
+}
+
+// producerDoing is pollDoing for creating a transactional producer, on
+// the sink cluster.
+func (w *worker) producerDoing() string {
+	if w.crossCluster {
+		return "creating the transactional producer on the sink cluster"
+	}
+	return "creating the transactional producer"
 }

@@ -70,8 +70,8 @@ type Relay struct {
 	log    *slog.Logger
 	limits limits
 	health *health
-	kafka  *kafkaopts.Options // every client's options
-	ledger *eos.Ledger        // delivery: exactly-once
+	kafka  *kafkaopts.Clusters // every client's options: the sink's, the source's
+	ledger *eos.Ledger         // delivery: exactly-once
 	// kgoLog is every client's franz-go logger: its warnings and
 	// errors, one line a minute for each message.
 	kgoLog *kgolog.Logger
@@ -143,7 +143,7 @@ func New(opts Options) (*Relay, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	kafka, err := kafkaopts.New(opts.Pipeline)
+	kafka, err := kafkaopts.NewClusters(opts.Pipeline)
 	if err != nil {
 		return nil, fmt.Errorf("relay: pipeline %s: %w", opts.Pipeline.Name, err)
 	}
@@ -213,7 +213,11 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer r.health.stop()
 	defer context.AfterFunc(ctx, r.health.drain)()
 	var topicIDs map[string][16]byte
-	err := r.retry(ctx, "connecting to the cluster", func() (err error) {
+	what := "connecting to the cluster"
+	if r.p.CrossCluster() {
+		what = "connecting to the clusters" // the errors name which
+	}
+	err := r.retry(ctx, what, func() (err error) {
 		topicIDs, err = r.startUp(ctx)
 		return err
 	})
@@ -222,6 +226,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	if r.p.Delivery == config.ExactlyOnce {
 		err := r.retry(ctx, "opening the claim ledger", func() (err error) {
+			defer func() { err = r.onSink(err) }()
 			r.ledger, err = eos.OpenLedger(ctx, eos.LedgerConfig{
 				ClientOpts: r.clientOpts(),
 				Topic:      r.p.Ledger.Topic,
@@ -340,10 +345,12 @@ func transient(err error) bool {
 	return kafkaerr.Unreachable(err) || errors.As(err, &ke) && ke.Retriable
 }
 
-// every runs check every interval with a client of its own until ctx ends
-// or check returns an error: the relay's background watchers.
-func (r *Relay) every(ctx context.Context, interval time.Duration, check func(*kgo.Client) error) error {
-	cl, err := kgo.NewClient(r.clientOpts()...)
+// every runs check every interval with a client of its own, made with
+// opts (clientOpts for the sink cluster, sourceClientOpts for the
+// source), until ctx ends or check returns an error: the relay's
+// background watchers.
+func (r *Relay) every(ctx context.Context, interval time.Duration, opts func(...kgo.Opt) []kgo.Opt, check func(*kgo.Client) error) error {
+	cl, err := kgo.NewClient(opts()...)
 	if err != nil {
 		return fmt.Errorf("relay: %w", err)
 	}
@@ -366,10 +373,20 @@ func (r *Relay) every(ctx context.Context, interval time.Duration, check func(*k
 // deleted and recreated stops the relay (claims are keyed by topic ID, and
 // the workers resolved the IDs at start); a deleted one is reported (the
 // relay is not ready, the share group delivers nothing from it).
+//
+// With source.cluster it also reports a source cluster it cannot reach:
+// the workers find out about an unreachable cluster when they write, and
+// with the source on a cluster of its own they only see polls come back
+// empty. On one cluster a write failing says it already.
 func (r *Relay) watchTopicIDs(ctx context.Context, ids map[string][16]byte) error {
-	return r.every(ctx, 10*time.Second, func(cl *kgo.Client) error {
-		td, err := kadm.NewClient(cl).ListTopics(ctx, r.p.Source.Topics...)
+	return r.every(ctx, sourceWatchEvery, r.sourceClientOpts, func(cl *kgo.Client) error {
+		lctx, cancel := context.WithTimeout(ctx, sourceWatchEvery)
+		td, err := kadm.NewClient(cl).ListTopics(lctx, r.p.Source.Topics...)
+		cancel()
 		if err != nil {
+			if r.p.CrossCluster() && ctx.Err() == nil && kafkaerr.Unreachable(err) {
+				r.health.paused(sourceSlot, "source cluster unavailable", err)
+			}
 			return nil // try again next time; the workers report outages
 		}
 		var gone []string
@@ -391,10 +408,14 @@ func (r *Relay) watchTopicIDs(ctx context.Context, ids map[string][16]byte) erro
 	})
 }
 
+// sourceWatchEvery is how often the source topics are looked at, and how
+// long a look may take.
+const sourceWatchEvery = 5 * time.Second
+
 // watchLag publishes the share group's lag per source partition, from the
 // broker's share-group offsets.
 func (r *Relay) watchLag(ctx context.Context, interval time.Duration) error {
-	return r.every(ctx, interval, func(cl *kgo.Client) error {
+	return r.every(ctx, interval, r.sourceClientOpts, func(cl *kgo.Client) error {
 		lag, err := audit.ShareGroupLag(ctx, kadm.NewClient(cl), r.p.Source.Group, r.p.Source.Topics...)
 		if err != nil {
 			return nil

@@ -133,7 +133,7 @@ func (r *Relay) newShareConsumers(i int, log *slog.Logger) ([]*kgo.Client, error
 	label := strconv.Itoa(i)
 	clients := make([]*kgo.Client, 0, r.consumers)
 	for c := range r.consumers {
-		opts := r.clientOpts(
+		opts := r.sourceClientOpts(
 			kgo.ClientID(sharegroup.ClientID(r.transactionalIDPrefix(), i, c)),
 			kgo.ShareGroup(r.p.Source.Group),
 			kgo.ConsumeTopics(r.p.Source.Topics...),
@@ -188,6 +188,7 @@ func (r *Relay) newWorker(i int, log *slog.Logger, topicIDs map[string][16]byte,
 		sizes:             func() map[string]int { return *r.sizes.Load() },
 		newReader:         func(opts ...kgo.Opt) (*kgo.Client, error) { return kgo.NewClient(r.clientOpts(opts...)...) },
 		rejectDeadLetters: r.p.DeadLetter.Ack == config.DeadLetterReject,
+		crossCluster:      r.p.CrossCluster(),
 	}
 	switch {
 	case len(lanes) > 1:

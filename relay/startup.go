@@ -2,13 +2,17 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/internal/brokerfloor"
@@ -21,16 +25,36 @@ import (
 // set (when the relay manages them) and in effect, and the delivery
 // limits the workers depend on are read. It returns the source topics'
 // IDs.
+//
+// With source.cluster the checks go to the cluster they concern: the
+// brokers' floor, the source topics and the share group to the source
+// cluster, the brokers' floor, the outputs and their batch limits to the
+// sink; an error names the side it came from.
 func (r *Relay) startUp(ctx context.Context) (map[string][16]byte, error) {
-	cl, err := kgo.NewClient(r.clientOpts()...)
+	src, err := kgo.NewClient(r.sourceClientOpts()...)
 	if err != nil {
 		return nil, fmt.Errorf("relay: creating admin client: %w", err)
 	}
-	defer cl.Close()
-	if err := r.checkBrokers(ctx, cl); err != nil {
+	defer src.Close()
+	sink := src
+	if r.p.CrossCluster() {
+		if sink, err = kgo.NewClient(r.clientOpts()...); err != nil {
+			return nil, fmt.Errorf("relay: creating admin client: %w", err)
+		}
+		defer sink.Close()
+		if err := r.checkBrokers(ctx, src, brokerfloor.Source); err != nil {
+			return nil, err
+		}
+		if err := r.checkBrokers(ctx, sink, brokerfloor.Sink); err != nil {
+			return nil, err
+		}
+		if err := r.checkDistinct(ctx, src, sink); err != nil {
+			return nil, err
+		}
+	} else if err := r.checkBrokers(ctx, src, brokerfloor.Both); err != nil {
 		return nil, err
 	}
-	td, err := r.checkPipelineTopics(ctx, cl)
+	td, err := r.checkPipelineTopics(ctx, src, sink)
 	if err != nil {
 		return nil, err
 	}
@@ -40,9 +64,10 @@ func (r *Relay) startUp(ctx context.Context) (map[string][16]byte, error) {
 		ids[t] = td[t].ID
 		parts += len(td[t].Partitions)
 	}
+	cl := src // the share group's checks, from here on
 	if r.p.Source.ManageGroupConfig == nil || *r.p.Source.ManageGroupConfig {
 		if err := r.setGroupConfigs(ctx, cl); err != nil {
-			return nil, err
+			return nil, r.onSource(err)
 		}
 	} else {
 		r.log.Info("share group configs left alone (source.manage_group_config: false)", "group", r.p.Source.Group)
@@ -60,7 +85,7 @@ func (r *Relay) startUp(ctx context.Context) (map[string][16]byte, error) {
 	}
 	r.log.Info("acquire mode "+mode, "why", why, "record_locks", l.RecordLocks, "partitions", parts)
 	if err := checkBrokerDLQ(ctx, cl, r.p, r.log); err != nil {
-		return nil, fmt.Errorf("relay: %w", err)
+		return nil, fmt.Errorf("relay: %w", r.onSource(err))
 	}
 	r.log.Info("delivery limits", "delivery_count_limit", l.DeliveryCountLimit, "from", l.From, "workers", r.p.Workers, "consumers", r.consumers, "max_records", r.maxRecords,
 		"max_attempts", r.limits.attempts(), "lock_duration_ms", l.LockDurationMs, "delivery", r.p.Delivery)
@@ -71,11 +96,11 @@ func (r *Relay) startUp(ctx context.Context) (map[string][16]byte, error) {
 	return ids, nil
 }
 
-// checkBrokers refuses a cluster too old for the pipeline
-// (brokerfloor.Judge, the rule relay check reports by) before the relay
-// sets a group config or creates a topic: a refusal is no transient error,
-// so the relay stops with it.
-func (r *Relay) checkBrokers(ctx context.Context, cl *kgo.Client) error {
+// checkBrokers refuses a cluster too old for what the pipeline uses it
+// for (brokerfloor.JudgeFor role, the rule relay check reports by) before
+// the relay sets a group config or creates a topic: a refusal is no
+// transient error, so the relay stops with it.
+func (r *Relay) checkBrokers(ctx context.Context, cl *kgo.Client, role brokerfloor.Role) error {
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "sharerelay", "run"
 	resp, err := req.RequestWith(ctx, cl)
@@ -83,31 +108,99 @@ func (r *Relay) checkBrokers(ctx context.Context, cl *kgo.Client) error {
 		err = kerr.ErrorForCode(resp.ErrorCode)
 	}
 	if err != nil {
-		return fmt.Errorf("relay: ApiVersions: %w", err)
+		return fmt.Errorf("relay: %w", r.onCluster(role.String(), fmt.Errorf("ApiVersions: %w", err)))
 	}
-	v := brokerfloor.Judge(resp, r.p.Delivery == config.ExactlyOnce)
+	v := brokerfloor.JudgeFor(resp, role, r.p.Delivery == config.ExactlyOnce)
 	if err := v.Err(); err != nil {
 		return fmt.Errorf("relay: %w", err)
 	}
-	r.log.Info("brokers", "kafka_version_guess", v.Guess, "transaction_version", v.TransactionVersion, "share_version", v.ShareVersion)
+	r.log.Info("brokers", "cluster", role.String(), "kafka_version_guess", v.Guess, "transaction_version", v.TransactionVersion, "share_version", v.ShareVersion)
 	return nil
 }
 
-// checkPipelineTopics checks that the source and output topics exist and the
-// principal may describe them, and stores the outputs' batch limits.
-func (r *Relay) checkPipelineTopics(ctx context.Context, cl *kgo.Client) (map[string]kadm.TopicDetail, error) {
-	names := append(append([]string{}, r.p.Source.Topics...), r.p.OutputTopics()...)
-	td, err := checkTopics(ctx, cl, dedupe(names), topicGrace)
+// checkDistinct refuses a source.cluster that is the sink cluster under
+// other addresses when a topic the relay writes is also a source topic:
+// config.Load allows that name across clusters, and on one cluster the
+// pipeline would consume its own output. Two clusters are told apart by
+// their cluster id; a cluster that reports none is taken as distinct.
+func (r *Relay) checkDistinct(ctx context.Context, src, sink *kgo.Client) error {
+	srcID, err := clusterID(ctx, src)
 	if err != nil {
+		return fmt.Errorf("relay: %w", r.onSource(err))
+	}
+	sinkID, err := clusterID(ctx, sink)
+	if err != nil {
+		return fmt.Errorf("relay: %w", r.onSink(err))
+	}
+	r.log.Info("two clusters", "source_cluster_id", srcID, "sink_cluster_id", sinkID)
+	if srcID == "" || srcID != sinkID {
+		return nil
+	}
+	var loops []string
+	for _, t := range r.p.OutputTopics() {
+		if slices.Contains(r.p.Source.Topics, t) {
+			loops = append(loops, t)
+		}
+	}
+	if len(loops) > 0 {
+		return fmt.Errorf("relay: %w: source.cluster is the sink cluster (cluster id %s), and %v are both source and output topics: the pipeline would consume its own output", errSameCluster, srcID, loops)
+	}
+	r.log.Warn("source.cluster is the sink cluster (the same cluster id): leave source.cluster out", "cluster_id", srcID)
+	return nil
+}
+
+// errSameCluster marks a source.cluster that is the sink cluster, with a
+// topic read and written; no retry cures it.
+var errSameCluster = errors.New("one cluster named twice")
+
+// clusterID is the cluster id the brokers of cl report.
+func clusterID(ctx context.Context, cl *kgo.Client) (string, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{} // none: the brokers and the cluster id
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return "", fmt.Errorf("metadata: %w", err)
+	}
+	if resp.ClusterID == nil {
+		return "", nil
+	}
+	return *resp.ClusterID, nil
+}
+
+// checkPipelineTopics checks that the source topics (on src) and the
+// output topics (on sink) exist and the principal may describe them, and
+// stores the outputs' batch limits. On one cluster src and sink are the
+// same client, asked once.
+func (r *Relay) checkPipelineTopics(ctx context.Context, src, sink *kgo.Client) (map[string]kadm.TopicDetail, error) {
+	if src == sink {
+		names := append(append([]string{}, r.p.Source.Topics...), r.p.OutputTopics()...)
+		td, err := checkTopics(ctx, src, dedupe(names), topicGrace)
+		if err != nil {
+			return nil, fmt.Errorf("relay: %w", err)
+		}
+		return td, r.checkSizes(ctx, sink)
+	}
+	var td map[string]kadm.TopicDetail
+	var srcErr, sinkErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { td, srcErr = checkTopics(ctx, src, r.p.Source.Topics, topicGrace) })
+	wg.Go(func() { _, sinkErr = checkTopics(ctx, sink, r.p.OutputTopics(), topicGrace) })
+	wg.Wait()
+	if err := errors.Join(r.onSource(srcErr), r.onSink(sinkErr)); err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
-	sizes, err := maxMessageBytes(ctx, kadm.NewClient(cl), r.p.OutputTopics())
+	return td, r.checkSizes(ctx, sink)
+}
+
+// checkSizes reads and stores the outputs' batch limits from the sink.
+func (r *Relay) checkSizes(ctx context.Context, sink *kgo.Client) error {
+	sizes, err := maxMessageBytes(ctx, kadm.NewClient(sink), r.p.OutputTopics())
 	if err != nil {
-		return nil, fmt.Errorf("relay: %w", err)
+		return fmt.Errorf("relay: %w", r.onSink(err))
 	}
 	r.storeSizes(sizes)
 	r.log.Info("largest record batches the topics take (max.message.bytes)", "bytes", sizes)
-	return td, nil
+	return nil
 }
 
 // setGroupConfigs sets the share group's configs the relay manages
@@ -238,16 +331,26 @@ func (r *Relay) setLimits(l sharegroup.Limits) {
 
 // refreshLimits re-reads the group's delivery limit every interval, so an
 // operator lowering share.delivery.count.limit while the relay runs does
-// not make the broker archive records the relay still means to retry.
+// not make the broker archive records the relay still means to retry;
+// and the outputs' batch limits, from the sink.
 func (r *Relay) refreshLimits(ctx context.Context, interval time.Duration) error {
-	return r.every(ctx, interval, func(cl *kgo.Client) error {
-		if l, err := sharegroup.EffectiveLimits(ctx, cl, r.p.Source.Group); err == nil {
-			r.setLimits(l)
-			r.noteResize(ctx, cl, l)
-		}
-		if sizes, err := maxMessageBytes(ctx, kadm.NewClient(cl), r.p.OutputTopics()); err == nil {
-			r.storeSizes(sizes)
-		}
-		return nil
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return r.every(gctx, interval, r.sourceClientOpts, func(cl *kgo.Client) error {
+			if l, err := sharegroup.EffectiveLimits(gctx, cl, r.p.Source.Group); err == nil {
+				r.setLimits(l)
+				r.noteResize(gctx, cl, l)
+			}
+			return nil
+		})
 	})
+	g.Go(func() error {
+		return r.every(gctx, interval, r.clientOpts, func(cl *kgo.Client) error {
+			if sizes, err := maxMessageBytes(gctx, kadm.NewClient(cl), r.p.OutputTopics()); err == nil {
+				r.storeSizes(sizes)
+			}
+			return nil
+		})
+	})
+	return g.Wait()
 }

@@ -67,7 +67,7 @@ func (w *worker) run(ctx context.Context) error {
 			w.phase(metrics.PhaseIdle, polled)
 		}
 		if err != nil && b.len() == 0 {
-			w.health.trouble(w.id, "polling the share group", err)
+			w.health.trouble(w.id, w.pollDoing(), err)
 			w.hold(ctx, backoff)
 			backoff = min(2*backoff, 5*time.Second)
 			continue
@@ -360,6 +360,9 @@ type worker struct {
 	// creates a client to read them back (readSpan).
 	restore   []*kgo.Record
 	newReader func(...kgo.Opt) (*kgo.Client, error)
+	// crossCluster: the source is on a cluster of its own
+	// (source.cluster), so reasons name the cluster that failed.
+	crossCluster bool
 	// newAside creates, for a worker with one lane under exactly-once,
 	// a producer of the transactional id its second lane would have, to
 	// write those records again before the abort (otherLane); nil

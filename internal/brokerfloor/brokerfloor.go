@@ -23,10 +23,36 @@ var ErrTooOld = errors.New("the brokers are too old")
 // to the writer's next transaction: exactly-once refuses such a cluster.
 var ErrNoTransactionV2 = errors.New("exactly-once needs the cluster's transaction.version at 2")
 
+// Role is what the relay uses a cluster for: with source.cluster the
+// share group is on one cluster (Source) and the outputs, dead letters and
+// claim ledger on another (Sink); otherwise one cluster is Both.
+type Role int
+
+// The roles of a cluster.
+const (
+	Both Role = iota
+	Source
+	Sink
+)
+
+// String names the role as messages do.
+func (r Role) String() string {
+	switch r {
+	case Source:
+		return "source cluster"
+	case Sink:
+		return "sink cluster"
+	}
+	return "cluster"
+}
+
 // need is a request, at a version, the relay cannot do without.
 type need struct {
 	key     kmsg.Key
 	version int16
+	// role is the cluster that must answer it: Source for the share
+	// group's requests, Sink for the transactions'.
+	role Role
 	// what the relay uses it for, and where it comes from.
 	why string
 }
@@ -35,11 +61,11 @@ type need struct {
 // The share group requests decide the floor; the others came earlier and
 // are listed so that the rule says everything the relay uses.
 var needs = []need{
-	{kmsg.DescribeProducers, 0, "finding transactions a broker failure left open"},
-	{kmsg.ListTransactions, 2, "listing the relay's own transactional ids by pattern, KIP-1152"},
-	{kmsg.ShareGroupHeartbeat, 1, "share groups, KIP-932"},
-	{kmsg.ShareFetch, 2, "the record_limit acquire mode, KIP-1206"},
-	{kmsg.ShareAcknowledge, 2, "renewing record locks, KIP-1222"},
+	{kmsg.DescribeProducers, 0, Sink, "finding transactions a broker failure left open"},
+	{kmsg.ListTransactions, 2, Sink, "listing the relay's own transactional ids by pattern, KIP-1152"},
+	{kmsg.ShareGroupHeartbeat, 1, Source, "share groups, KIP-932"},
+	{kmsg.ShareFetch, 2, Source, "the record_limit acquire mode, KIP-1206"},
+	{kmsg.ShareAcknowledge, 2, Source, "renewing record locks, KIP-1222"},
 }
 
 // Verdict is what Judge found.
@@ -69,6 +95,15 @@ var releaseRE = regexp.MustCompile(`\bv([0-9])`)
 // answer of one broker stands for the cluster: a rolling upgrade may mix
 // releases for a while, and the relay asks again at each start.
 func Judge(resp *kmsg.ApiVersionsResponse, exactlyOnce bool) Verdict {
+	return JudgeFor(resp, Both, exactlyOnce)
+}
+
+// JudgeFor is Judge for a cluster of the given role: a Source cluster
+// needs the share group's requests and no transactions (nothing is
+// written to it), a Sink cluster the transactions' requests and, for
+// exactly-once, transaction.version 2, but no share groups. Messages
+// name the role when it is not Both.
+func JudgeFor(resp *kmsg.ApiVersionsResponse, role Role, exactlyOnce bool) Verdict {
 	vs := kversion.FromApiVersionsResponse(resp)
 	v := Verdict{Guess: releaseRE.ReplaceAllString(vs.VersionGuess(), "$1")}
 	supported := map[string]int16{}
@@ -86,6 +121,9 @@ func Judge(resp *kmsg.ApiVersionsResponse, exactlyOnce bool) Verdict {
 
 	var missing []string
 	for _, n := range needs {
+		if role != Both && n.role != role {
+			continue
+		}
 		if max, ok := vs.LookupMaxKeyVersion(n.key.Int16()); !ok || max < n.version {
 			have := "not at all"
 			if ok {
@@ -102,10 +140,17 @@ func Judge(resp *kmsg.ApiVersionsResponse, exactlyOnce bool) Verdict {
 		if !shares && v.ShareVersion < 1 && supported["share.version"] >= 1 {
 			hint = "; share groups may be off: share.version is finalized at 0 (kafka-features upgrade --feature share.version=1)"
 		}
-		v.TooOld = fmt.Errorf("%w: they look like Kafka %s (guessed from ApiVersions) and lack %s; the relay needs %s or newer%s",
-			ErrTooOld, v.Guess, strings.Join(missing, ", "), Minimum, hint)
+		who, floor := "", Minimum+" or newer"
+		if role != Both {
+			who = " (" + role.String() + ")"
+		}
+		if role == Sink {
+			floor = "brokers that answer them (Kafka 4.1 or newer) on the cluster it writes to"
+		}
+		v.TooOld = fmt.Errorf("%w%s: they look like Kafka %s (guessed from ApiVersions) and lack %s; the relay needs %s%s",
+			ErrTooOld, who, v.Guess, strings.Join(missing, ", "), floor, hint)
 	}
-	if exactlyOnce && v.TransactionVersion < 2 {
+	if exactlyOnce && role != Source && v.TransactionVersion < 2 {
 		v.NoTransactionV2 = fmt.Errorf("%w: it is finalized at %d (on Kafka 4.0+: kafka-features upgrade --feature transaction.version=2), or use delivery: at-least-once",
 			ErrNoTransactionV2, v.TransactionVersion)
 	}

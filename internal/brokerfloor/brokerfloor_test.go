@@ -126,3 +126,30 @@ func TestJudgeRefusesBrokersOlderThanTheFloorAndSaysWhatIsMissing(t *testing.T) 
 		})
 	}
 }
+
+func TestJudgeForARoleAsksOnlyWhatThatClusterIsUsedFor(t *testing.T) {
+	txnV2 := map[string]int16{"transaction.version": 2}
+	// A Kafka 4.1 cluster has transactions v2 but no record_limit share
+	// fetches: a sink, not a source.
+	if err := JudgeFor(answer(kversion.V4_1_0(), txnV2), Sink, true).Err(); err != nil {
+		t.Errorf("4.1 as the sink of exactly-once: %v", err)
+	}
+	err := JudgeFor(answer(kversion.V4_1_0(), txnV2), Source, true).Err()
+	if !errors.Is(err, ErrTooOld) || !strings.Contains(err.Error(), "(source cluster)") || !strings.Contains(err.Error(), "Kafka 4.2 or newer") {
+		t.Errorf("4.1 as the source: %v, want too old naming the source cluster and the floor", err)
+	}
+	// A source needs no transactions: transaction.version 1 is no
+	// refusal there, and is one on the sink of exactly-once.
+	share := map[string]int16{"share.version": 1, "transaction.version": 1}
+	if err := JudgeFor(answer(kversion.V4_2_0(), share), Source, true).Err(); err != nil {
+		t.Errorf("source with transaction.version 1: %v", err)
+	}
+	if err := JudgeFor(answer(kversion.V4_2_0(), share), Sink, true).Err(); !errors.Is(err, ErrNoTransactionV2) {
+		t.Errorf("sink with transaction.version 1: %v, want ErrNoTransactionV2", err)
+	}
+	// The sink's own requests are still asked of it.
+	err = JudgeFor(answer(without(kversion.V4_2_0(), kmsg.DescribeProducers, -1), txnV2), Sink, true).Err()
+	if !errors.Is(err, ErrTooOld) || !strings.Contains(err.Error(), "DescribeProducers") || !strings.Contains(err.Error(), "(sink cluster)") {
+		t.Errorf("sink without DescribeProducers: %v", err)
+	}
+}
