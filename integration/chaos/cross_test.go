@@ -35,11 +35,21 @@ func (s *scenario) envs() []*env {
 	return []*env{s.env}
 }
 
-// side picks the cluster a network fault goes toward: either, in a
-// cross-cluster scenario, else the one cluster (without drawing from the
-// schedule, so that the seeds of one cluster replay as before).
+// side picks the cluster a network fault goes toward: in a cross-cluster
+// scenario the one fewer faults went toward so far (either on a tie), so
+// that even a short run cuts each; else the one cluster, without drawing
+// from the schedule, so that the seeds of one cluster replay as before.
 func (s *scenario) side() *env {
 	if !s.cross() {
+		return s.env
+	}
+	s.faultMu.Lock()
+	src, sink := s.toward[0], s.toward[1]
+	s.faultMu.Unlock()
+	switch {
+	case src < sink:
+		return s.src
+	case sink < src:
 		return s.env
 	}
 	return s.envs()[s.intn(2)]
@@ -122,7 +132,8 @@ func (s *scenario) relayVerify() *audit.Report {
 	s.t.Helper()
 	c := harness.Command{Name: "relay verify", Path: relayBin, Args: []string{"verify", "-c", s.p.Path, "--json", "--timeout", "5m"},
 		LogPath: filepath.Join(s.dir, "verify.log"), StdoutPath: filepath.Join(s.dir, "verify.json")}
-	c.Env = []string{"CHAOS_BROKERS=" + strings.Join(s.env.direct, ","), "CHAOS_SOURCE_BROKERS=" + strings.Join(s.src.direct, ","), "CHAOS_METRICS_ADDR="}
+	src, sink := strings.Join(s.src.direct, ","), strings.Join(s.env.direct, ",")
+	c.Env = []string{"CHAOS_BROKERS=" + sink, "CHAOS_SOURCE_BROKERS=" + src, "CHAOS_METRICS_ADDR="}
 	pr, err := harness.Start(c)
 	if err != nil {
 		s.t.Fatalf("relay verify: %v", err)
@@ -137,6 +148,12 @@ func (s *scenario) relayVerify() *audit.Report {
 	if err != nil || jerr != nil || code != 0 && code != 1 || rep.Exact != (code == 0) {
 		s.t.Fatalf("relay verify: exit %d (%v), report %v:\n%s\n%s", code, err, jerr, out, pr.LogTail(3000))
 	}
-	s.t.Logf("relay verify across the clusters: exit %d, %s", code, rep.Check)
+	// The report names where it read each side: a verify that read
+	// the source from the sink would find no source topic there, or
+	// another one.
+	if c := rep.Clusters; c == nil || c.Source != src || c.Sink != sink {
+		s.t.Fatalf("relay verify read from clusters %+v, want source %s and sink %s", c, src, sink)
+	}
+	s.t.Logf("relay verify across the clusters (source %s, sink %s): exit %d, %s", src, sink, code, rep.Check)
 	return &rep
 }

@@ -270,7 +270,7 @@
 //     and 20 minutes.
 //  15. CrossClusterCI — scenario 10 across two clusters (the source topic
 //     and the share group on one single node, outputs, dead letters and
-//     ledger on another), sized for every CI run (24,000 records, 45 s of
+//     ledger on another), sized for every CI run (24,000 records, 40 s of
 //     faults). Network faults go toward one cluster at a time (EndTxn
 //     cuts toward the sink, where the transactions are), and instead of
 //     broker bounces every relay is now and then cut off from one whole

@@ -108,7 +108,15 @@ func (s *scenario) netFault(kind string, slots []int, d time.Duration) {
 // blocks for d. In a cross-cluster scenario the relays' path to the other
 // cluster stays healthy.
 func (s *scenario) netFaultTo(e *env, what, kind string, slots []int, node int32, d time.Duration) {
-	s.count(func(r *result) { r.networkFaults(s.cross() && e == s.src)[what]++ })
+	source := s.cross() && e == s.src
+	s.count(func(r *result) { r.networkFaults(source)[what]++ })
+	s.faultMu.Lock()
+	if source {
+		s.toward[0]++
+	} else {
+		s.toward[1]++
+	}
+	s.faultMu.Unlock()
 	toward := ""
 	if s.cross() {
 		toward = " toward the " + e.role + " cluster"

@@ -113,6 +113,9 @@ type scenario struct {
 	// partition (restartStalledBroker), at most maxStallRestarts a
 	// scenario.
 	stallRestarts int
+	// toward counts the network faults toward the source (0) and the
+	// sink (1) of a cross-cluster scenario, for side to even them out.
+	toward [2]int
 }
 
 // maxStallRestarts bounds the broker restarts a scenario makes for stalled

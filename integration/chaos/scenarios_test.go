@@ -857,11 +857,11 @@ func TestChaosVerifierCatchesDuplicates(t *testing.T) {
 	t.Logf("the verifier caught %d duplicated source records (e.g. %v); the concurrent reader saw %d", rep.Total.Duplicated, samples(rep, false), s.res.ReaderDuplicates)
 }
 
-// The CI size of the cross-cluster nemesis: about a minute and a half of
-// wall time, the source broker's start included.
+// The CI size of the cross-cluster nemesis: about a minute of wall time,
+// the source broker's start included.
 const (
 	crossCIRecords = 24_000
-	crossCIFaults  = 45 * time.Second
+	crossCIFaults  = 40 * time.Second
 )
 
 // envLong, when "1", runs the chaos scenarios too long for every CI run
@@ -869,7 +869,7 @@ const (
 const envLong = "CHAOS_LONG"
 
 // 15. TestChaosCrossClusterCI is the cross-cluster nemesis at a size for
-// every CI run: 24,000 records and 45 s of faults, among them a kill -9 of
+// every CI run: 24,000 records and 40 s of faults, among them a kill -9 of
 // each cluster's broker.
 func TestChaosCrossClusterCI(t *testing.T) {
 	nemesis(t, needProxy|needBroker|needCross, crossCIRecords, crossCIFaults)
