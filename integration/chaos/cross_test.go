@@ -154,6 +154,10 @@ func (s *scenario) relayVerify() *audit.Report {
 	if c := rep.Clusters; c == nil || c.Source != src || c.Sink != sink {
 		s.t.Fatalf("relay verify read from clusters %+v, want source %s and sink %s", c, src, sink)
 	}
-	s.t.Logf("relay verify across the clusters (source %s, sink %s): exit %d, %s", src, sink, code, rep.Check)
+	verdict := "EXACT"
+	if !rep.Exact {
+		verdict = "NOT EXACT"
+	}
+	s.t.Logf("relay verify across the clusters (source %s, sink %s): %s, exit %d", src, sink, verdict, code)
 	return &rep
 }

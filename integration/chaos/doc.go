@@ -46,7 +46,7 @@
 //     after the first metadata refresh. A network fault can therefore hit
 //     one relay, or all of them, and never the checker.
 //
-// The cross-cluster scenarios (needCross: 15 and 16) add a second single
+// The cross-cluster scenarios (needCross: 15 to 17) add a second single
 // node beside that one, a KRaft cluster of its own with the same
 // listeners and its own proxies per relay slot, as the pipeline's source
 // cluster: the source topic and the share group live there, the outputs,
@@ -289,6 +289,13 @@
 //     least 100,000) for CHAOS_NEMESIS (3 min by default); only with
 //     CHAOS_LONG=1 (make chaos), as CI runs scenario 15. make soak-cross
 //     runs it for 1,000,000 records and 20 minutes.
+//  17. CrossClusterVerifierCatchesDuplicates — scenario 15's verdict shown
+//     to fail on its own window: at-least-once, 6,000 records, relays r0
+//     and r1 each killed once by after-commit-before-ack@3 (outputs
+//     committed on the sink, acknowledgements never sent to the source).
+//     relay verify across the clusters must report the redelivered
+//     records duplicated, and the concurrent reader must have seen them
+//     twice. In every CI run.
 //     (ZombieStalledCommit, a zombie frozen just before its commit, runs
 //     with scenario 5.)
 //
