@@ -154,7 +154,7 @@ var (
 // pipeline file. It does not seed records or start relays.
 func newScenario(t *testing.T, n needs, o opts) *scenario {
 	t.Helper()
-	e, src := chaosEnvs(t, n)
+	e, src := chaosEnv(t, n)
 	if o.Records == 0 {
 		o.Records = recordsDefault()
 	}

@@ -124,16 +124,11 @@ var (
 )
 
 // chaosEnv returns the environment, starting the nodes and the proxies on
-// first use. It skips (or, with SHARERELAY_REQUIRE_BROKER=1 and no
-// external cluster, fails) when there is no broker to use.
-func chaosEnv(t *testing.T, n needs) *env {
-	sink, _ := chaosEnvs(t, n)
-	return sink
-}
-
-// chaosEnvs is chaosEnv that also returns the source cluster's env: with
-// needCross the second single node, else the sink itself.
-func chaosEnvs(t *testing.T, n needs) (sink, source *env) {
+// first use: the sink, where the relays write, and the source, where they
+// read — with needCross the second single node, else the sink itself. It
+// skips (or, with SHARERELAY_REQUIRE_BROKER=1 and no external cluster,
+// fails) when there is no broker to use.
+func chaosEnv(t *testing.T, n needs) (sink, source *env) {
 	t.Helper()
 	require := os.Getenv(kafkatest.EnvRequireBroker) == "1"
 	if testing.Short() {
