@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -182,6 +183,9 @@ func chaosEnv(t *testing.T, n needs) (sink, source *env) {
 		case err != nil:
 		case src == nil:
 			src, err = startEnv(false, "source")
+			if err == nil {
+				err = distinctClusters(e, src)
+			}
 			sourceEnv, sourceEnvErr = src, err
 		case src.parked:
 			err = src.unpark()
@@ -248,6 +252,9 @@ func startEnv(cluster bool, role string) (*env, error) {
 		}
 		if err == nil {
 			err = e.startNodes(ctx, ls)
+		}
+		if err == nil && role == "source" {
+			err = e.ownClusterID(ctx, sourceClusterID)
 		}
 		if err == nil {
 			err = e.checkSlots(ctx)
@@ -345,6 +352,67 @@ func (e *env) unpark() error {
 		return err
 	}
 	e.parked = false
+	return nil
+}
+
+// distinctClusters checks that the two envs report different cluster ids,
+// as two clusters do: the relay takes a source.cluster with the sink's id
+// for the sink named twice.
+func distinctClusters(sink, source *env) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var ids []string
+	for _, e := range []*env{sink, source} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(e.direct...))
+		if err != nil {
+			return err
+		}
+		m, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+		cl.Close()
+		if err != nil {
+			return fmt.Errorf("the cluster id of the %s cluster: %w", e.role, err)
+		}
+		ids = append(ids, m.Cluster)
+	}
+	if ids[0] == ids[1] {
+		return fmt.Errorf("the sink and the source cluster both report cluster id %s: the relays would take them for one", ids[0])
+	}
+	fmt.Fprintf(os.Stderr, "chaos: sink cluster id %s, source cluster id %s\n", ids[0], ids[1])
+	return nil
+}
+
+// sourceClusterID is the KRaft cluster id of the cross-cluster scenarios'
+// source node: the relay tells two clusters apart by their ids, and
+// kafkatest formats every local node with the same one.
+const sourceClusterID = "Y2hhb3Mtc291cmNlLWNsdQ"
+
+// ownClusterID gives the single node cluster id id: it stops the node,
+// rewrites the cluster.id of its storage's meta.properties (written once
+// at format time, and read at every start), and starts it again. The node
+// is the only voter of its quorum, so no peer holds the old id.
+func (e *env) ownClusterID(ctx context.Context, id string) error {
+	b := e.broker
+	if err := b.Stop(); err != nil {
+		return fmt.Errorf("giving the %s node cluster id %s: %w", e.role, id, err)
+	}
+	path := filepath.Join(b.Dir(), "data", "meta.properties")
+	meta, err := os.ReadFile(path)
+	if err == nil {
+		var lines []string
+		for _, l := range strings.Split(string(meta), "\n") {
+			if strings.HasPrefix(l, "cluster.id=") {
+				l = "cluster.id=" + id
+			}
+			lines = append(lines, l)
+		}
+		err = os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644)
+	}
+	if err == nil {
+		err = b.Start(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("giving the %s node cluster id %s: %w", e.role, id, err)
+	}
 	return nil
 }
 
