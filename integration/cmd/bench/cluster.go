@@ -247,6 +247,34 @@ type bench struct {
 	// groups are the share groups created, deleted at the end on an
 	// external cluster.
 	groups []string
+	// src is the source cluster of relay-eos-cross (-cross): a second
+	// local broker with the first one's settings, where that contender's
+	// source topic is loaded and its share group lives; nil without
+	// -cross.
+	src *bench
+}
+
+// sourceOf returns the bench of the cluster where contender c's source
+// topic and share group live: the second broker for a cross-cluster
+// contender, the one cluster for every other.
+func (b *bench) sourceOf(c contender) *bench {
+	if c.cross {
+		return b.src
+	}
+	return b
+}
+
+// brokerPids returns the process ids of every local broker JVM of the
+// run: the first broker's (or cluster's) and, with -cross, the second
+// broker's. Every contender's broker CPU counts them all, so that the
+// rows of a -cross table compare: the second broker idles while the
+// others run.
+func (b *bench) brokerPids() []int {
+	pids := b.br.pids()
+	if b.src != nil {
+		pids = append(pids, b.src.br.pids()...)
+	}
+	return pids
 }
 
 func newBench(opts options, br *broker) (*bench, error) {
