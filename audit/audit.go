@@ -2,6 +2,12 @@
 // read_committed, up to a snapshot of their end — and counts it per source
 // record, using the sharerelay.source.* headers. The demo, the tests and
 // `relay verify` all judge "nothing lost, nothing duplicated" with it.
+//
+// A pipeline with source.cluster spans two clusters: the sources and the
+// share group (their lag) are read on the source cluster, what the
+// pipeline wrote — outputs, dead letters, claim ledger — on the sink
+// cluster. Every reader here takes the client options of the cluster its
+// topics are on; VerifyConfig takes both.
 package audit
 
 import (
@@ -38,7 +44,8 @@ func (t Tally) Duplicates() []lineage.Source {
 
 // ReadCommitted reads topics from their start to their last stable offset
 // at the time of the call, read_committed, and tallies the records. opts
-// must include the seed brokers. It gives up when ctx ends.
+// must include the seed brokers of the cluster the topics are on. It gives
+// up when ctx ends.
 func ReadCommitted(ctx context.Context, opts []kgo.Opt, topics ...string) (Tally, error) {
 	return read(ctx, opts, true, topics)
 }

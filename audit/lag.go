@@ -9,7 +9,9 @@ import (
 
 // ShareGroupLag returns, per topic and partition, the records the share
 // group has not finished: the broker's reported lag when it has one,
-// otherwise end offset minus share-partition start offset.
+// otherwise end offset minus share-partition start offset. adm must reach
+// the cluster the group and its topics are on: a pipeline's source
+// cluster (config.Pipeline.SourceCluster), not the one it writes to.
 func ShareGroupLag(ctx context.Context, adm *kadm.Client, group string, topics ...string) (map[string]map[int32]int64, error) {
 	ends, err := adm.ListEndOffsets(ctx, topics...)
 	if err != nil {

@@ -15,10 +15,21 @@ import (
 	"github.com/sharerelay/sharerelay/lineage"
 )
 
-// VerifyConfig says what a pipeline reads and writes.
+// VerifyConfig says what a pipeline reads and writes, and where.
 type VerifyConfig struct {
-	// ClientOpts must include the seed brokers.
+	// ClientOpts must include the seed brokers. They reach the sink
+	// cluster: the outputs, the dead letters and the claim ledger.
 	ClientOpts []kgo.Opt
+	// SourceClientOpts reach the cluster the sources and the share
+	// group are on (a pipeline's source.cluster): the sources, their
+	// start and end offsets, and the group's lag are read with them.
+	// Empty: ClientOpts, the pipeline is on one cluster.
+	SourceClientOpts []kgo.Opt
+	// Clusters, when set, names the two clusters of a pipeline whose
+	// source is on a cluster of its own: the report says which side was
+	// read from which, and an error reaching one side names it. Nil:
+	// one cluster, and errors as they are.
+	Clusters *Clusters
 	// Sources are the source topics; SourceCommitted reads them
 	// read_committed (the share group's share.isolation.level).
 	Sources         []string
@@ -38,6 +49,35 @@ type VerifyConfig struct {
 	// Generation its generation; empty skips the ledger report.
 	Ledger     string
 	Generation int64
+}
+
+// Clusters names the two clusters of a pipeline that reads its source on
+// one and writes on another, e.g. by their seed brokers.
+type Clusters struct {
+	// Source is where the sources and the share group are; Sink where
+	// the outputs, dead letters and claim ledger are.
+	Source string `json:"source"`
+	Sink   string `json:"sink"`
+}
+
+// sourceOpts are the client options that reach the source cluster.
+func (cfg *VerifyConfig) sourceOpts() []kgo.Opt {
+	if len(cfg.SourceClientOpts) == 0 {
+		return cfg.ClientOpts
+	}
+	return cfg.SourceClientOpts
+}
+
+// onSource and onSink name the cluster err came from when the pipeline
+// spans two: "source cluster: …" says which connection to look at.
+func (cfg *VerifyConfig) onSource(err error) error { return cfg.on("source", err) }
+func (cfg *VerifyConfig) onSink(err error) error   { return cfg.on("sink", err) }
+
+func (cfg *VerifyConfig) on(side string, err error) error {
+	if err == nil || cfg.Clusters == nil {
+		return err
+	}
+	return fmt.Errorf("%s cluster: %w", side, err)
 }
 
 // PartitionReport is the verdict for one source partition (or the totals).
@@ -91,10 +131,13 @@ type Report struct {
 	Replays *ReplayReport `json:"replays,omitempty"`
 	// Ledger reports claims whose marker the broker lost (exactly-once
 	// pipelines).
-	Ledger  *LedgerReport `json:"ledger,omitempty"`
-	Check   string        `json:"check"`
-	Exact   bool          `json:"exact"`
-	Elapsed string        `json:"elapsed"`
+	Ledger *LedgerReport `json:"ledger,omitempty"`
+	// Clusters names where each side was read from, for a pipeline on
+	// two clusters (VerifyConfig.Clusters).
+	Clusters *Clusters `json:"clusters,omitempty"`
+	Check    string    `json:"check"`
+	Exact    bool      `json:"exact"`
+	Elapsed  string    `json:"elapsed"`
 }
 
 const sampleMax = 5
@@ -184,34 +227,38 @@ func (r *Report) judgeReplays(seen map[lineage.Source]*replayed) {
 // record by the sharerelay.source.* headers. Run it once the pipeline is
 // quiet (lag 0); a running pipeline shows as lag and lost records.
 //
+// The sources, their offsets and the group's lag are read on the source
+// cluster (SourceClientOpts), everything the pipeline wrote on the sink
+// cluster (ClientOpts).
+//
 // Memory is bounded by the source partitions' offset ranges, not by what
 // was read: per source offset one bit (is it a record) and one byte (how
 // many outputs and dead letters name it, 4 bits each, saturating) —
 // about 1.1 bytes per source offset whatever the output volume.
 func Verify(ctx context.Context, cfg VerifyConfig) (*Report, error) {
 	start := time.Now()
-	src, err := readSources(ctx, cfg.ClientOpts, cfg.SourceCommitted, cfg.Sources)
+	src, err := readSources(ctx, cfg.sourceOpts(), cfg.SourceCommitted, cfg.Sources)
 	if err != nil {
-		return nil, err
+		return nil, cfg.onSource(err)
 	}
-	r := &Report{Check: "exactly once per source record"}
+	r := &Report{Check: "exactly once per source record", Clusters: cfg.Clusters}
 	if cfg.AtMostOnce {
 		r.Check = "at most once per source record (the pipeline filters)"
 	}
 	out := &outputCounter{r: r, src: src, deadLetter: cfg.DeadLetter, replays: map[lineage.Source]*replayed{}}
 	if err := r.readOutputs(ctx, cfg, out); err != nil {
-		return nil, err
+		return nil, cfg.onSink(err)
 	}
 	// Source ends again, now: an output whose source offset is past even
 	// these never had a source record (unexpected); one between the two
 	// snapshots came from a record appended while we read.
-	later, err := sourceEnds(ctx, cfg.ClientOpts, cfg.Sources)
+	later, err := sourceEnds(ctx, cfg.sourceOpts(), cfg.Sources)
 	if err != nil {
-		return nil, err
+		return nil, cfg.onSource(err)
 	}
 	lag, err := verifyLag(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return nil, cfg.onSource(err)
 	}
 
 	for _, tp := range src.order {
@@ -222,7 +269,7 @@ func Verify(ctx context.Context, cfg VerifyConfig) (*Report, error) {
 	r.Exact = r.isExact()
 	if cfg.Ledger != "" {
 		if r.Ledger, err = ReadLedger(ctx, cfg.ClientOpts, cfg.Ledger, cfg.Generation); err != nil {
-			return nil, err
+			return nil, cfg.onSink(err)
 		}
 	}
 	r.Elapsed = time.Since(start).Round(time.Millisecond).String()
@@ -258,7 +305,7 @@ func (c *outputCounter) counter(dlq bool) func(*kgo.Record) {
 		}
 		p := c.src.parts[topicPartition{s.Topic, s.Partition}]
 		switch {
-		case p == nil && s.Topic == c.deadLetter:
+		case s.Topic == c.deadLetter && (p == nil || isReplay(rec)):
 			c.r.countReplay(c.replays, rec, s, dlq) // written by relay dlq replay
 		case p == nil:
 			c.foreign++
@@ -270,6 +317,15 @@ func (c *outputCounter) counter(dlq bool) func(*kgo.Record) {
 			}
 		}
 	}
+}
+
+// isReplay reports whether rec was written by relay dlq replay (it has
+// sharerelay.replay.* headers). Across clusters the dead-letter topic may
+// carry a source topic's name; these headers then tell the records naming
+// a dead letter from those naming a source record.
+func isReplay(rec *kgo.Record) bool {
+	_, _, ok := lineage.ReplayOf(rec)
+	return ok
 }
 
 // readOutputs reads the outputs, then the dead letters, read_committed into
@@ -294,13 +350,13 @@ func (r *Report) readOutputs(ctx context.Context, cfg VerifyConfig, c *outputCou
 	return nil
 }
 
-// verifyLag returns the share group's lag on the sources, or nil when
-// cfg names no group.
+// verifyLag returns the share group's lag on the sources, read on the
+// source cluster, or nil when cfg names no group.
 func verifyLag(ctx context.Context, cfg VerifyConfig) (map[string]map[int32]int64, error) {
 	if cfg.Group == "" {
 		return nil, nil
 	}
-	cl, err := kgo.NewClient(cfg.ClientOpts...)
+	cl, err := kgo.NewClient(cfg.sourceOpts()...)
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}

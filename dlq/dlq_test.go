@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -460,4 +461,86 @@ func TestTwoReplaysOfTheSameDeadLettersAtOnceWriteEachOnce(t *testing.T) {
 	}
 	assertCopies(t, c, "replayed", badAddress, 0)
 	t.Logf("replayed %d + %d; claim conflicts %d + %d", reps[0].Replayed, reps[1].Replayed, reps[0].Conflicts, reps[1].Conflicts)
+}
+
+// crossPipeline is the fixed pipeline reading orders on cluster src and
+// writing jobs, jobs.dlq and its ledger on cluster sink.
+func crossPipeline(t *testing.T, src, sink *kfake.Cluster) *config.Pipeline {
+	t.Helper()
+	y := fmt.Sprintf(`
+name: test
+brokers: [%q]
+source: {topics: [orders], group: g, cluster: {brokers: [%q]}}
+output: {topic: jobs}
+dead_letter: {topic: jobs.dlq}
+transforms: %s
+`, sink.ListenAddrs()[0], src.ListenAddrs()[0], fixedChain)
+	p, err := config.Parse("test.yaml", []byte(y), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// With source.cluster a replay reads and writes the sink cluster only: a
+// --to topic on both clusters gets the copy on the sink, and one that is
+// on the source cluster alone is refused with why, since the copy commits
+// in one transaction with the claim ledger on the sink.
+func TestAReplayAcrossClustersWritesToTheSinkAndRefusesATopicOnlyTheSourceHas(t *testing.T) {
+	src := kfaketest.Cluster(t, kfake.SeedTopics(1, "orders", "retry", "orders.retry"))
+	sink := kfaketest.Cluster(t, kfake.SeedTopics(1, "jobs", "jobs.dlq", "retry"))
+	cl, err := kgo.NewClient(seeds(sink)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	hs := lineage.SetSource(nil, lineage.Source{Topic: "orders", Offset: 7})
+	hs = append(hs, kgo.RecordHeader{Key: lineage.HeaderDLQErrorClass, Value: []byte("fail")})
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "jobs.dlq", Value: []byte(`{"order_id":7}`), Headers: hs}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	opts := func(to string) ReplayOptions {
+		return ReplayOptions{Pipeline: crossPipeline(t, src, sink), ClientOpts: seeds(sink), SourceClientOpts: seeds(src),
+			To: to, Job: "x", LedgerMarkers: eos.MarkersAtSameOrNextEpoch, Logger: quiet()}
+	}
+
+	if rep := replay(t, opts("retry")); rep.Replayed != 1 {
+		t.Fatalf("replay to retry: %+v", rep)
+	}
+	if n, m := tally(t, sink, "retry").Records, tally(t, src, "retry").Records; n != 1 || m != 0 {
+		t.Fatalf("retry holds %d copies on the sink cluster and %d on the source cluster, want 1 and 0", n, m)
+	}
+	for _, c := range []struct {
+		cl   *kfake.Cluster
+		want bool
+	}{{sink, true}, {src, false}} {
+		adm, err := kgo.NewClient(seeds(c.cl)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		td, err := kadm.NewClient(adm).ListTopics(context.Background())
+		adm.Close()
+		if err != nil || td.Has("test.ledger") != c.want {
+			t.Fatalf("the claim ledger on %v: %v (%v), want it on the sink cluster only", c.cl.ListenAddrs(), td.Has("test.ledger"), err)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, dry := range []bool{false, true} {
+		o := opts("orders.retry")
+		o.DryRun = dry
+		_, err := Replay(ctx, o)
+		if err == nil || !strings.Contains(err.Error(), "--to orders.retry exists on the source cluster only") ||
+			!strings.Contains(err.Error(), "a replay writes only to the sink cluster") || !strings.Contains(err.Error(), "inside the claim ledger's transaction") {
+			t.Fatalf("dry run %v: replay to a topic only the source cluster has: %v", dry, err)
+		}
+	}
+	if n := tally(t, src, "orders.retry").Records; n != 0 {
+		t.Fatalf("orders.retry on the source cluster holds %d records", n)
+	}
+	// A topic on neither cluster is just missing.
+	if _, err := Replay(ctx, opts("nowhere")); err == nil || !strings.Contains(err.Error(), "do not exist") || strings.Contains(err.Error(), "source cluster") {
+		t.Fatalf("replay to a topic on neither cluster: %v", err)
+	}
 }

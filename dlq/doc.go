@@ -36,4 +36,10 @@
 // dead-lettered again with the usual __connect.errors.* headers (their
 // topic, partition and offset are the dead letter's); a replay never
 // selects the dead letters its own job wrote.
+//
+// A pipeline with source.cluster keeps all of this on its sink cluster:
+// the dead letters, the claim ledger, the outputs and To, which must be
+// there since it commits in one transaction with the ledger. Nothing here
+// reads the source topics or the share group; the source cluster is only
+// asked whether it holds a To the sink lacks, to say why that fails.
 package dlq

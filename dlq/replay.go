@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -33,15 +34,21 @@ type ReplayOptions struct {
 	// Pipeline is the validated pipeline (config.Load) whose dead letters
 	// are replayed, through its chain, with its claim ledger. Required.
 	Pipeline *config.Pipeline
-	// ClientOpts are the pipeline's client options (kafkaopts), seed
-	// brokers included.
+	// ClientOpts are the client options (kafkaopts) of the pipeline's
+	// sink cluster, seed brokers included: the dead letters, the claim
+	// ledger, the outputs and To are all there.
 	ClientOpts []kgo.Opt
+	// SourceClientOpts are those of its source cluster (source.cluster),
+	// used only to explain a To that exists there and not on the sink
+	// cluster. Nil, or a pipeline on one cluster: not asked.
+	SourceClientOpts []kgo.Opt
 	// Filter selects the dead letters.
 	Filter Filter
 	// To, when set, copies the selected dead letters unchanged (key,
 	// value, and headers but the __connect.errors.* ones) to this topic
-	// instead of running the chain. It must exist, and be neither the
-	// dead-letter topic nor the ledger.
+	// instead of running the chain. It must exist on the sink cluster
+	// (a replay writes in one transaction with the claim ledger, so only
+	// there), and be neither the dead-letter topic nor the ledger.
 	To string
 	// Chain, when set and To is not, replaces the chain built from
 	// Pipeline.Transforms (as relay.Options.Chain does).
@@ -293,6 +300,9 @@ func (r *replayer) open(ctx context.Context) error {
 		}
 	}
 	if len(missing) > 0 {
+		if err := r.toOnSourceOnly(ctx, missing); err != nil {
+			return err
+		}
 		return fmt.Errorf("dlq: topics the replay writes do not exist (create them first): %v", missing)
 	}
 
@@ -336,6 +346,29 @@ func (r *replayer) open(ctx context.Context) error {
 	}
 	r.log.Info("replaying dead letters", "transactional_id", r.txnID, "mode", r.rep.Mode, "to", r.o.To, "filter", r.rep.Filter)
 	return nil
+}
+
+// toOnSourceOnly explains a To missing on the sink cluster (in missing)
+// that exists on the pipeline's source cluster: the replay cannot write
+// it, since its records commit in one transaction with the claim ledger,
+// on the sink cluster. It returns nil when that is not the case, or the
+// source cluster cannot tell, which leaves the plain "does not exist".
+func (r *replayer) toOnSourceOnly(ctx context.Context, missing []string) error {
+	if r.o.To == "" || !r.p.CrossCluster() || len(r.o.SourceClientOpts) == 0 || !slices.Contains(missing, r.o.To) {
+		return nil
+	}
+	cl, err := kgo.NewClient(r.o.SourceClientOpts...)
+	if err != nil {
+		return nil
+	}
+	td, err := kadm.NewClient(cl).ListTopics(ctx, r.o.To)
+	cl.Close()
+	if d, ok := td[r.o.To]; err != nil || !ok || d.Err != nil {
+		return nil
+	}
+	return fmt.Errorf("dlq: --to %s exists on the source cluster only: a replay writes only to the sink cluster (%s), inside the claim ledger's transaction; "+
+		"create the topic there and copy it across (MirrorMaker, say), or let a pipeline read it from there",
+		r.o.To, strings.Join(r.p.Brokers, ","))
 }
 
 func (r *replayer) close() {

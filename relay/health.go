@@ -134,7 +134,11 @@ func (h *health) paused(id int, reason string, cause error) {
 	case o == nil:
 		o = &outage{reason: reason, cause: cause.Error(), since: now, logged: now}
 		h.workers[id] = o
-		h.log.Warn("worker paused: taking no records until it can write again", "worker", slotValue(id), "reason", reason, "err", cause)
+		msg := "worker paused: taking no records until it can write again"
+		if id == sourceSlot {
+			msg = "source unavailable: no records come until it is back"
+		}
+		h.log.Warn(msg, "worker", slotValue(id), "reason", reason, "err", cause)
 		h.m.Paused.WithLabelValues(slotLabel(id), reason).Set(1)
 		h.setReadyGauge()
 		return

@@ -141,7 +141,9 @@ image without them can use it:
 ledger) and checks that every source record up to the group's position
 is in the output or the dead letters exactly once: nothing lost, nothing
 duplicated. Prints a table per source partition and a verdict, EXACT or
-NOT EXACT. It shares no code with the relay, and writes nothing.
+NOT EXACT. It shares no code with the relay, and writes nothing. With
+source.cluster, the sources and the group's lag are read on the source
+cluster, the outputs, dead letters and ledger on the sink cluster.
 
 ` + fileNote,
 		exit0:    "EXACT",

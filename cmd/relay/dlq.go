@@ -26,7 +26,8 @@ var dlqCommands = []*command{
 there are by error class, transform step, kind and time bucket, with a few
 samples. The selection flags (--class, --step, --kind, --since, --until,
 --offsets) narrow what is counted: every one given must match, and a list
-matches any of its values. It writes nothing.
+matches any of its values. It writes nothing. With source.cluster, the
+dead letters are read on the sink cluster (the top-level brokers).
 
 ` + fileNote,
 		exit0: "the report was printed",
@@ -48,7 +49,9 @@ them unchanged to that topic, exactly once: a dead letter is replayed at
 most once per ledger generation, whatever the job, so running the same
 command again finishes a replay that stopped and skips what was done.
 --dry-run says what would be replayed and writes nothing. The selection
-flags work as for relay dlq inspect.
+flags work as for relay dlq inspect. With source.cluster, everything a
+replay reads and writes — dead letters, claim ledger, outputs, the --to
+topic — is on the sink cluster (the top-level brokers).
 
 ` + fileNote,
 		exit0: "the selected dead letters were replayed (with --dry-run: listed)",
@@ -240,7 +243,7 @@ func cmdDLQReplay(c *command, args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(sigs.watch(context.Background(), log), f.timeout)
 	defer cancel()
 	rep, err := dlq.Replay(ctx, dlq.ReplayOptions{
-		Pipeline: f.pipeline, ClientOpts: f.kafka.Sink.Opts(), Filter: f.filter, To: *to,
+		Pipeline: f.pipeline, ClientOpts: f.kafka.Sink.Opts(), SourceClientOpts: f.kafka.Source.Opts(), Filter: f.filter, To: *to,
 		Job: *job, DryRun: *dryRun, ChunkSize: *chunk, Attempts: int32(*attempts), Logger: log,
 	})
 	if rep != nil {

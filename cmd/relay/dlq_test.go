@@ -86,3 +86,18 @@ func TestDLQReplayDryRunSaysWhatItWouldCopyAndWritesNothing(t *testing.T) {
 		t.Fatalf("--to the dead-letter topic: exit %d, %s", code, errb.String())
 	}
 }
+
+// relay dlq replay --to a topic that only the source cluster has fails
+// with why: a replay writes to the sink cluster alone.
+func TestDLQReplayAcrossClustersRefusesATopicOnlyTheSourceClusterHas(t *testing.T) {
+	src := kfaketest.Cluster(t, kfake.SeedTopics(1, "orders", "orders.retry"))
+	sink := kfaketest.Cluster(t, kfake.SeedTopics(1, "jobs", "jobs.dlq"))
+	dir := writeFiles(t, map[string]string{"p.yaml": fmt.Sprintf("name: p\nbrokers: [%s]\n"+
+		"source: {topics: [orders], cluster: {brokers: [%s]}}\noutput: {topic: jobs}\ndead_letter: {topic: jobs.dlq}\n",
+		sink.ListenAddrs()[0], src.ListenAddrs()[0])})
+	var out, errb bytes.Buffer
+	code := run([]string{"dlq", "replay", "--to", "orders.retry", filepath.Join(dir, "p.yaml")}, &out, &errb)
+	if code != exitFailed || !strings.Contains(errb.String(), "--to orders.retry exists on the source cluster only") {
+		t.Fatalf("exit %d, want 1 and why\n%s%s", code, out.String(), errb.String())
+	}
+}

@@ -5,13 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/internal/kafkaopts"
 	"github.com/sharerelay/sharerelay/transform"
 )
 
@@ -32,7 +32,7 @@ func cmdVerify(c *command, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	rep, err := audit.Verify(ctx, verifyConfig(p, kafka.Sink.Opts()))
+	rep, err := audit.Verify(ctx, verifyConfig(p, kafka))
 	if err != nil {
 		// Not exact as far as anyone can tell: the audit could not be
 		// done, which is no usage or configuration error.
@@ -55,9 +55,11 @@ func cmdVerify(c *command, args []string, stdout, stderr io.Writer) int {
 
 // verifyConfig derives what to audit from a pipeline: its sources (read
 // with the group's isolation level), every topic a route may write to, the
-// dead-letter topic and the share group. clientOpts are the pipeline's
-// client options (kafkaopts), so that the audit connects as the relay does.
-func verifyConfig(p *config.Pipeline, clientOpts []kgo.Opt) audit.VerifyConfig {
+// dead-letter topic and the share group. kafka are the client options of
+// the pipeline's clusters (kafkaopts), so that the audit connects as the
+// relay does: the sources and the group on the source cluster, the rest
+// on the sink cluster.
+func verifyConfig(p *config.Pipeline, kafka *kafkaopts.Clusters) audit.VerifyConfig {
 	var outputs []string
 	for _, t := range p.OutputTopics() {
 		if t != p.DeadLetter.Topic {
@@ -68,16 +70,25 @@ func verifyConfig(p *config.Pipeline, clientOpts []kgo.Opt) audit.VerifyConfig {
 	if p.Delivery == config.ExactlyOnce {
 		ledger = p.Ledger.Topic
 	}
+	var clusters *audit.Clusters
+	if p.CrossCluster() {
+		clusters = &audit.Clusters{
+			Source: strings.Join(p.SourceCluster().Brokers, ","),
+			Sink:   strings.Join(p.SinkCluster().Brokers, ","),
+		}
+	}
 	return audit.VerifyConfig{
-		Ledger:          ledger,
-		Generation:      int64(p.Ledger.Generation),
-		ClientOpts:      clientOpts,
-		Sources:         p.Source.Topics,
-		SourceCommitted: p.Source.IsolationLevel != "read_uncommitted",
-		Outputs:         outputs,
-		DeadLetter:      p.DeadLetter.Topic,
-		Group:           p.Source.Group,
-		AtMostOnce:      transform.MayDrop(p.Transforms),
+		Ledger:           ledger,
+		Generation:       int64(p.Ledger.Generation),
+		ClientOpts:       kafka.Sink.Opts(),
+		SourceClientOpts: kafka.Source.Opts(),
+		Clusters:         clusters,
+		Sources:          p.Source.Topics,
+		SourceCommitted:  p.Source.IsolationLevel != "read_uncommitted",
+		Outputs:          outputs,
+		DeadLetter:       p.DeadLetter.Topic,
+		Group:            p.Source.Group,
+		AtMostOnce:       transform.MayDrop(p.Transforms),
 	}
 }
 
@@ -120,6 +131,9 @@ func printReport(w io.Writer, name string, r *audit.Report) {
 		for _, u := range l.Unsettled {
 			fmt.Fprintf(w, "unsettled claim (its records stay blocked): %s\n", u)
 		}
+	}
+	if c := r.Clusters; c != nil {
+		fmt.Fprintf(w, "read from two clusters: sources and share group on the source cluster %s, outputs, dead letters and ledger on the sink cluster %s\n", c.Source, c.Sink)
 	}
 	verdict := "EXACT"
 	if !r.Exact {
