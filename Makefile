@@ -138,12 +138,13 @@ chaos:
 	$(GO) test -count=1 -timeout 60m -run '^TestChaos' -v ./integration/chaos/
 
 # Every real-broker test on the local three-node cluster
-# (integration/replicated_test.go): CI runs the TestRealClusterCI ones,
-# this runs them all (about 8 minutes on a 2-core machine), and the rows
-# of the lost-marker test that show it broken without its checks (about
-# 4 minutes more).
+# (integration/replicated_test.go) and across two clusters
+# (integration/crosscluster_test.go): CI runs the TestRealClusterCI and
+# TestRealCrossClusterCI ones, this runs them all (the three-node ones
+# about 8 minutes on a 2-core machine), and the rows of the lost-marker
+# test that show it broken without its checks (about 4 minutes more).
 cluster-tests:
-	SHARERELAY_CLUSTER_TESTS=all $(GO) test -count=1 -timeout 45m -run '^(TestRealCluster|TestRealBrokerATransactionThatContinuesALostMarkersSpan)' -v ./integration/
+	SHARERELAY_CLUSTER_TESTS=all $(GO) test -count=1 -timeout 50m -run '^(TestRealCluster|TestRealCrossCluster|TestRealBrokerATransactionThatContinuesALostMarkersSpan)' -v ./integration/
 
 # Scenario 10 (nemesis) for a million records; not in CI.
 soak:
