@@ -159,8 +159,11 @@ var clusterProperties = map[string]string{
 // local one of nodes nodes (1, or 3 for a three-node KRaft cluster) whose
 // share groups may hold recordLocks record locks per partition
 // (group.share.max.partition.max.record.locks; 0: Kafka's default, what a
-// user's broker has unless its operator raised it).
-func getBroker(ctx context.Context, recordLocks, nodes int) (*broker, error) {
+// user's broker has unless its operator raised it). clusterID is the
+// KRaft cluster id of a local one-node broker ("": kafkatest's fixed
+// one); a second broker that stands for another cluster needs its own,
+// as the relay tells two clusters apart by their ids.
+func getBroker(ctx context.Context, recordLocks, nodes int, clusterID string) (*broker, error) {
 	if seeds := kafkatest.ExternalSeeds(); len(seeds) > 0 {
 		return &broker{seeds: seeds, kind: "external"}, nil
 	}
@@ -174,7 +177,7 @@ func getBroker(ctx context.Context, recordLocks, nodes int) (*broker, error) {
 	br := &broker{kind: "local", recordLocks: recordLocks}
 	if nodes <= 1 {
 		progress("starting a local Kafka broker (set %s to use another cluster)", kafkatest.EnvBootstrap)
-		b, err := kafkatest.StartLocal(sctx, kafkatest.Options{JVMArgs: benchJVMArgs, Properties: props})
+		b, err := kafkatest.StartLocal(sctx, kafkatest.Options{JVMArgs: benchJVMArgs, Properties: props, ClusterID: clusterID})
 		if err != nil {
 			return nil, fmt.Errorf("starting a local broker: %w", err)
 		}

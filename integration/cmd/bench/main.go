@@ -31,8 +31,8 @@
 // replication_factor and min_insync_replicas.
 //
 // Across two clusters (-cross, make bench-cross). A second local broker,
-// its own KRaft cluster with the first one's properties, JVM flags and
-// heap, is started beside the first (and stopped with it), and the
+// its own KRaft cluster (its own cluster id) with the first one's
+// properties, JVM flags and heap, is started beside the first (and stopped with it), and the
 // contender relay-eos-cross joins the throughput table right after
 // relay-eos and its variants: the same relay, the same pipeline file but
 // for source.cluster naming the second broker, where its copy of the
@@ -659,7 +659,7 @@ func newResults(opts options, began time.Time, external bool) results {
 // the latency runs too, then stops the broker: one broker at a time on
 // the machine.
 func measureOnBroker(ctx context.Context, opts options, locks int, first bool, res *results) (err error) {
-	br, err := getBroker(ctx, locks, opts.nodes)
+	br, err := getBroker(ctx, locks, opts.nodes, "")
 	if err != nil {
 		return err
 	}
@@ -717,13 +717,17 @@ func measureOnBroker(ctx context.Context, opts options, locks int, first bool, r
 	return nil
 }
 
+// sourceClusterID is the KRaft cluster id of the second broker (-cross):
+// another than the first one's, as two clusters have.
+var sourceClusterID = kafkatest.NamedClusterID("bench-source")
+
 // startSource starts the source cluster of relay-eos-cross (-cross): a
 // second local broker with the first one's settings (recordLocks among
-// them: the share group lives there), as b.src. stop stops it and
-// removes its directory.
+// them: the share group lives there) and a cluster id of its own, as
+// b.src. stop stops it and removes its directory.
 func (b *bench) startSource(ctx context.Context, recordLocks int) (stop func() error, err error) {
 	progress("-cross: starting the source cluster of %s, a second local broker with the same settings", relayEOSCross.name)
-	sb, err := getBroker(ctx, recordLocks, 1)
+	sb, err := getBroker(ctx, recordLocks, 1, sourceClusterID)
 	if err != nil {
 		return nil, fmt.Errorf("-cross: the source cluster: %w", err)
 	}

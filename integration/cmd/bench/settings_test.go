@@ -277,3 +277,12 @@ func TestTheCrossPipelineIsRelayEOSsButForSourceCluster(t *testing.T) {
 		t.Fatalf("relay-eos's pipeline: %v, %v; want one cluster", p, err)
 	}
 }
+
+// The second broker of -cross is formatted with a cluster id of its own:
+// the relay tells two clusters apart by their ids, and with the first
+// broker's it would take source.cluster for the sink cluster named twice.
+func TestTheSourceClusterHasAnIDOfItsOwn(t *testing.T) {
+	if sourceClusterID == "" || sourceClusterID == kafkatest.ClusterID {
+		t.Fatalf("source cluster id %q, want one other than the first broker's %q", sourceClusterID, kafkatest.ClusterID)
+	}
+}
