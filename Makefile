@@ -13,7 +13,7 @@ PKGS     := ./...
 # Generous: the real-broker suite starts a JVM broker and runs fault tests.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build image demo test test-unit test-pipelines lint bench bench-cluster chaos cluster-tests soak soak-cluster compat kafka-up kafka-down clean
+.PHONY: all build image demo test test-unit test-pipelines lint bench bench-cluster bench-cross chaos cluster-tests soak soak-cluster compat kafka-up kafka-down clean
 
 all: build
 
@@ -119,6 +119,17 @@ bench: build
 # relay-process runs. BENCH_ARGS='-records 200000 -runs 3' for a quick look.
 bench-cluster:
 	$(GO) run ./integration/cmd/bench -nodes 3 -contenders relay-eos,relay-alo,copier,copier-strict,classic-eos -classic-workers= -scaling=false -latency=false $(BENCH_ARGS)
+
+# Exactly-once across two clusters against one (-cross): a second local
+# broker, its own KRaft cluster with the first one's settings, holds the
+# source topic and share group of relay-eos-cross, whose outputs, dead
+# letters and claim ledger are on the first; relay-eos runs the same
+# pipeline on the first alone, the same records, runs interleaved. One
+# warm-up round, 1 KiB values, 5 runs of 100,000 records: a few minutes
+# on 2 cores. The table gives cross over same, paired per run, and both
+# rows' CPU a record (the brokers': both JVMs in both rows).
+bench-cross:
+	$(GO) run ./integration/cmd/bench -cross -contenders relay-eos -sizes 1024 -records 100000 -runs 5 -warmup-records 50000 -warmup-rounds 1 -classic-workers= -scaling=false -latency=false $(BENCH_ARGS)
 
 # The chaos catalogue (integration/chaos): relays as processes, faults by
 # signals, Toxiproxy, failpoints and broker kills; every scenario ends with
