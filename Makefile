@@ -13,7 +13,7 @@ PKGS     := ./...
 # Generous: the real-broker suite starts a JVM broker and runs fault tests.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build image demo test test-unit test-pipelines lint bench bench-cluster chaos cluster-tests soak soak-cluster soak-cross compat kafka-up kafka-down clean
+.PHONY: all build image demo test test-unit test-pipelines lint bench bench-cluster bench-cross chaos cluster-tests soak soak-cluster soak-cross compat kafka-up kafka-down clean
 
 all: build
 
@@ -120,6 +120,17 @@ bench: build
 bench-cluster:
 	$(GO) run ./integration/cmd/bench -nodes 3 -contenders relay-eos,relay-alo,copier,copier-strict,classic-eos -classic-workers= -scaling=false -latency=false $(BENCH_ARGS)
 
+# Exactly-once across two clusters against one (-cross): a second local
+# broker, its own KRaft cluster with the first one's settings, holds the
+# source topic and share group of relay-eos-cross, whose outputs, dead
+# letters and claim ledger are on the first; relay-eos runs the same
+# pipeline on the first alone, the same records, runs interleaved. One
+# warm-up round, 1 KiB values, 5 runs of 100,000 records: a few minutes
+# on 2 cores. The table gives cross over same, paired per run, and both
+# rows' CPU a record (the brokers': both JVMs in both rows).
+bench-cross:
+	$(GO) run ./integration/cmd/bench -cross -contenders relay-eos -sizes 1024 -records 100000 -runs 5 -warmup-records 50000 -warmup-rounds 1 -classic-workers= -scaling=false -latency=false $(BENCH_ARGS)
+
 # The chaos catalogue (integration/chaos): relays as processes, faults by
 # signals, Toxiproxy, failpoints and broker kills; every scenario ends with
 # the verifier. CHAOS_SEED replays a run. CHAOS_LONG=1 adds the scenarios
@@ -128,12 +139,13 @@ chaos:
 	CHAOS_LONG=1 $(GO) test -count=1 -timeout 60m -run '^TestChaos' -v ./integration/chaos/
 
 # Every real-broker test on the local three-node cluster
-# (integration/replicated_test.go): CI runs the TestRealClusterCI ones,
-# this runs them all (about 8 minutes on a 2-core machine), and the rows
-# of the lost-marker test that show it broken without its checks (about
-# 4 minutes more).
+# (integration/replicated_test.go) and across two clusters
+# (integration/crosscluster_test.go): CI runs the TestRealClusterCI and
+# TestRealCrossClusterCI ones, this runs them all (the three-node ones
+# about 8 minutes on a 2-core machine), and the rows of the lost-marker
+# test that show it broken without its checks (about 4 minutes more).
 cluster-tests:
-	SHARERELAY_CLUSTER_TESTS=all $(GO) test -count=1 -timeout 45m -run '^(TestRealCluster|TestRealBrokerATransactionThatContinuesALostMarkersSpan)' -v ./integration/
+	SHARERELAY_CLUSTER_TESTS=all $(GO) test -count=1 -timeout 50m -run '^(TestRealCluster|TestRealCrossCluster|TestRealBrokerATransactionThatContinuesALostMarkersSpan)' -v ./integration/
 
 # Scenario 10 (nemesis) for a million records; not in CI.
 soak:

@@ -52,7 +52,7 @@ func TestRealBrokerAFetchOfWholeSourceBatchesIsHeldAndRenewedByTheWorker(t *test
 			// far below the batch size.
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if err := (harness.Orders{Topic: p.Source}).Seed(ctx, p.Seeds, 1, n,
+			if err := (harness.Orders{Topic: p.Source}).Seed(ctx, p.SourceSeeds, 1, n,
 				kgo.ProducerLinger(2*time.Second), kgo.ProducerBatchMaxBytes(1<<20)); err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +101,7 @@ func TestRealBrokerAutoAcquiresByRecordLimitAndBatchOptimizedTakesWholeBatches(t
 			// One source batch a Seed: every record produced within
 			// the linger, far below the batch size.
 			for from := 1; from <= n; from += batch {
-				if err := (harness.Orders{Topic: p.Source}).Seed(ctx, p.Seeds, from, min(from+batch-1, n),
+				if err := (harness.Orders{Topic: p.Source}).Seed(ctx, p.SourceSeeds, from, min(from+batch-1, n),
 					kgo.ProducerLinger(2*time.Second), kgo.ProducerBatchMaxBytes(1<<20)); err != nil {
 					t.Fatal(err)
 				}

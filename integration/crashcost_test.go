@@ -47,7 +47,7 @@ func crashHeld(t *testing.T, p *harness.Pipeline) (limit, consumers int) {
 // them.
 func deliveriesAfterCrash(t *testing.T, p *harness.Pipeline, lockFor time.Duration) []int32 {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Seeds...), kgo.ShareGroup(p.Group), kgo.ConsumeTopics(p.Source))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.SourceSeeds...), kgo.ShareGroup(p.Group), kgo.ConsumeTopics(p.Source))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestRealBrokerTheRaisedDeliveryLimitKeepsConsumersAndLosesNothingInACrash(t
 	if limit != 10 || consumers != 4 {
 		t.Fatalf("relay a ran with delivery limit %d and %d consumers a worker, want 10 and 4", limit, consumers)
 	}
-	if got := groupConfig(t, seeds, p.Group, "share.delivery.count.limit"); got != "10" {
+	if got := groupConfig(t, p, "share.delivery.count.limit"); got != "10" {
 		t.Fatalf("the group's share.delivery.count.limit is %q, want 10 (raised by the relay)", got)
 	}
 	startRelay(t, p, "b")

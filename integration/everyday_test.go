@@ -113,7 +113,7 @@ func seedBlob(t *testing.T, p *harness.Pipeline, i, size int) {
 	raw := make([]byte, size/2)
 	rand.Read(raw)
 	v := fmt.Appendf(nil, `{"order_id":%d,"blob":"%s"}`, i, hex.EncodeToString(raw))
-	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Seeds...), kgo.ProducerBatchMaxBytes(4<<20))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.SourceSeeds...), kgo.ProducerBatchMaxBytes(4<<20))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,6 @@ func TestMain(m *testing.M) {
 	}
 	relayBin = bin
 	code := kafkatest.Run(m)
-	stopSecured(code != 0)
 	cleanup()
 	os.Exit(code)
 }
@@ -83,12 +82,13 @@ func createTopics(t *testing.T, seeds []string, topics ...harness.Topic) {
 	}
 }
 
-// seedOrders writes orders {"order_id": i}, i = from..to, keyed by id.
+// seedOrders writes orders {"order_id": i}, i = from..to, keyed by id, to
+// the source (on the source cluster).
 func seedOrders(t *testing.T, p *harness.Pipeline, from, to int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := (harness.Orders{Topic: p.Source}).Seed(ctx, p.Seeds, from, to); err != nil {
+	if err := (harness.Orders{Topic: p.Source}).Seed(ctx, p.SourceSeeds, from, to); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -143,6 +143,8 @@ func (o outcome) String() string {
 		o.Jobs.Records, len(o.Jobs.BySource), len(o.Jobs.Duplicates()), o.DLQ.Records, len(o.DLQ.BySource), o.Lag)
 }
 
+// measure reads the output and the dead letters (on the sink cluster) and
+// the share group's lag on the source (on the source cluster).
 func measure(t *testing.T, p *harness.Pipeline) (outcome, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -155,7 +157,7 @@ func measure(t *testing.T, p *harness.Pipeline) (outcome, error) {
 	if o.DLQ, err = audit.ReadCommitted(ctx, seeds, p.DeadLetter); err != nil {
 		return o, err
 	}
-	cl, err := kgo.NewClient(seeds...)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.SourceSeeds...))
 	if err != nil {
 		return o, err
 	}
@@ -177,7 +179,7 @@ func sharesOf(p *harness.Pipeline, o outcome) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Seeds...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.SourceSeeds...))
 	if err != nil {
 		return " (" + err.Error() + ")"
 	}
@@ -368,11 +370,12 @@ func relayVerify(t *testing.T, p *harness.Pipeline) (int, audit.Report) {
 	return code, r
 }
 
-// groupConfig returns the value the broker reports for share group
+// groupConfig returns the value the source cluster reports for p's share
 // group's config key.
-func groupConfig(t *testing.T, seeds []string, group, key string) string {
+func groupConfig(t *testing.T, p *harness.Pipeline, key string) string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	group := p.Group
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.SourceSeeds...))
 	if err != nil {
 		t.Fatal(err)
 	}

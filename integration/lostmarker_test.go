@@ -223,7 +223,7 @@ func waitEndOffset(t *testing.T, seeds []string, topic string, n int64) {
 // not read the output, whose last stable offset an open span holds back.
 func waitLag(t *testing.T, p *harness.Pipeline, lag int64, d time.Duration) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Seeds...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.SourceSeeds...))
 	if err != nil {
 		t.Fatal(err)
 	}

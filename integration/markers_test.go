@@ -195,9 +195,8 @@ func newGhostAs(t *testing.T, p *harness.Pipeline, ledger, txnID string) *ghost 
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	td, err := kadm.NewClient(cl).ListTopics(ctx, p.Source)
+	adm, ctx := kafkatest.Admin(t, p.SourceSeeds) // the claim names the source topic's id
+	td, err := adm.ListTopics(ctx, p.Source)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func TestRealBrokerTheRelayRaisesItsGroupsRecordLockLimit(t *testing.T) {
 			seedOrders(t, p, 1, 500)
 			startRelay(t, p, "a")
 			exactlyOnce(t, settled(t, p, 500, 2*time.Minute), 500, 0)
-			if got := groupConfig(t, seeds, p.Group, sharegroup.RecordLocks); got != c.want {
+			if got := groupConfig(t, p, sharegroup.RecordLocks); got != c.want {
 				t.Fatalf("%s = %q, want %s", sharegroup.RecordLocks, got, c.want)
 			}
 		})
@@ -247,7 +247,7 @@ func TestRealBrokerDefaultsAreSizedToTheGroupsRecordLocksAndShared(t *testing.T)
 // waitMembers waits until p's share group has at least n members.
 func waitMembers(t *testing.T, p *harness.Pipeline, n int) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Seeds...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.SourceSeeds...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/integration/harness"
 	"github.com/sharerelay/sharerelay/integration/kafkatest"
 )
@@ -46,16 +47,25 @@ func clusterTestsAll(t *testing.T) {
 // clusterRecords is how many orders a three-node test relays.
 const clusterRecords = 20_000
 
-// clusterRun is a pipeline on the shared three-node cluster with two relay
-// processes working through orders that stream in.
+// clusterRun is a pipeline with two relay processes working through
+// orders that stream in: on the shared three-node cluster, or across two
+// clusters (crosscluster_test.go).
 type clusterRun struct {
-	t      *testing.T
-	c      *kafkatest.Cluster
-	p      *harness.Pipeline
-	addrs  map[string]string // relay instance → metrics address
-	relays map[string]*harness.Proc
-	n      int
-	seeded chan error
+	t *testing.T
+	// c is the three-node cluster, healed before the end; nil on single
+	// brokers.
+	c *kafkatest.Cluster
+	// shareBroker, when set, is the single broker of the share group:
+	// restarted once should its share partitions stall after a restart
+	// (settledAfterRestart).
+	shareBroker *kafkatest.Broker
+	p           *harness.Pipeline
+	addrs       map[string]string // relay instance → metrics address
+	relays      map[string]*harness.Proc
+	n           int
+	wantDLQ     int // dead letters the transforms make of n orders
+	seeded      chan error
+	verified    audit.Report // relay verify's, once finished
 }
 
 // startClusterRun creates the pipeline at the cluster's replication
@@ -65,10 +75,21 @@ type clusterRun struct {
 func startClusterRun(t *testing.T, n int) *clusterRun {
 	t.Helper()
 	c := kafkatest.LocalCluster(t)
-	r := &clusterRun{t: t, c: c, n: n, addrs: map[string]string{}, relays: map[string]*harness.Proc{}, seeded: make(chan error, 1)}
-	r.p = newPipe(t, c.Seeds(), harness.PipelineOptions{
+	p := newPipe(t, c.Seeds(), harness.PipelineOptions{
 		Replicas: -1, RenewLocks: true, MetricsListen: "${SHARERELAY_TEST_METRICS:-}",
 	})
+	r := startStreamRun(t, p, n, 20*time.Second)
+	r.c = c
+	return r
+}
+
+// startStreamRun seeds an eighth of n orders into p's source, starts
+// relays a and b with a metrics endpoint each (p's file must listen on
+// ${SHARERELAY_TEST_METRICS:-}), and streams the rest in over about over;
+// it returns once the relays have written some.
+func startStreamRun(t *testing.T, p *harness.Pipeline, n int, over time.Duration) *clusterRun {
+	t.Helper()
+	r := &clusterRun{t: t, p: p, n: n, addrs: map[string]string{}, relays: map[string]*harness.Proc{}, seeded: make(chan error, 1)}
 	seedOrders(t, r.p, 1, n/8)
 	for _, inst := range []string{"a", "b"} {
 		r.addrs[inst] = metricsAddr(t)
@@ -81,12 +102,12 @@ func startClusterRun(t *testing.T, n int) *clusterRun {
 		from := n/8 + 1
 		for i := 1; i <= chunks; i++ {
 			to := n/8 + (n-n/8)*i/chunks
-			if err := (harness.Orders{Topic: r.p.Source}).Seed(ctx, r.p.Seeds, from, to); err != nil {
+			if err := (harness.Orders{Topic: r.p.Source}).Seed(ctx, r.p.SourceSeeds, from, to); err != nil {
 				r.seeded <- fmt.Errorf("seeding orders %d..%d: %w", from, to, err)
 				return
 			}
 			from = to + 1
-			time.Sleep(500 * time.Millisecond)
+			time.Sleep(over / chunks)
 		}
 		r.seeded <- nil
 	}()
@@ -104,11 +125,21 @@ func (r *clusterRun) sum(name, label string) float64 {
 	return total
 }
 
-// waitProduced waits until the relays have written at least k records.
+// waitProduced waits until the relays have written at least k records,
+// and fails at once when every relay has exited.
 func (r *clusterRun) waitProduced(k int64, d time.Duration) {
 	r.t.Helper()
 	deadline := time.Now().Add(d)
 	for r.sum("sharerelay_records_produced_total", "") < float64(k) {
+		var exits []string
+		for inst, pr := range r.relays {
+			if pr.Exited() {
+				exits = append(exits, fmt.Sprintf("%s exit %d", inst, pr.ExitCode()))
+			}
+		}
+		if len(exits) == len(r.relays) {
+			r.t.Fatalf("every relay exited (%s) before writing %d records", strings.Join(exits, ", "), k)
+		}
 		if time.Now().After(deadline) {
 			r.t.Fatalf("the relays wrote %.0f records within %s, want %d", r.sum("sharerelay_records_produced_total", ""), d, k)
 		}
@@ -119,6 +150,9 @@ func (r *clusterRun) waitProduced(k int64, d time.Duration) {
 // counters is what the relays met, for the test's log line and checks.
 type counters struct {
 	disruptions, redeliveries, ackErrors, aborted, unknown, writeFailures, renewed float64
+	// sourceDisruptions: the share consumers' failures on the wire
+	// (sharerelay_source_disruptions_total).
+	sourceDisruptions float64
 	// hanging and lostMarkers: a transaction marker the cluster lost
 	// (sharerelay_hanging_transactions_total, _lost_markers_total).
 	hanging, lostMarkers float64
@@ -126,27 +160,28 @@ type counters struct {
 
 func (r *clusterRun) counters() counters {
 	return counters{
-		disruptions:   r.sum("sharerelay_broker_disruptions_total", ""),
-		redeliveries:  r.sum("sharerelay_redeliveries_total", ""),
-		ackErrors:     r.sum("sharerelay_ack_errors_total", ""),
-		aborted:       r.sum("sharerelay_transactions_total", `outcome="aborted"`),
-		unknown:       r.sum("sharerelay_transactions_total", `outcome="unknown"`),
-		writeFailures: r.sum("sharerelay_write_failures_total", ""),
-		renewed:       r.sum("sharerelay_acks_total", `type="renew"`),
-		hanging:       r.sum("sharerelay_hanging_transactions_total", ""),
-		lostMarkers:   r.sum("sharerelay_lost_markers_total", ""),
+		disruptions:       r.sum("sharerelay_broker_disruptions_total", ""),
+		sourceDisruptions: r.sum("sharerelay_source_disruptions_total", ""),
+		redeliveries:      r.sum("sharerelay_redeliveries_total", ""),
+		ackErrors:         r.sum("sharerelay_ack_errors_total", ""),
+		aborted:           r.sum("sharerelay_transactions_total", `outcome="aborted"`),
+		unknown:           r.sum("sharerelay_transactions_total", `outcome="unknown"`),
+		writeFailures:     r.sum("sharerelay_write_failures_total", ""),
+		renewed:           r.sum("sharerelay_acks_total", `type="renew"`),
+		hanging:           r.sum("sharerelay_hanging_transactions_total", ""),
+		lostMarkers:       r.sum("sharerelay_lost_markers_total", ""),
 	}
 }
 
 func (c counters) String() string {
-	return fmt.Sprintf("broker disruptions %.0f, redeliveries %.0f, ack errors %.0f, transactions aborted %.0f and unknown %.0f, write failures %.0f, locks renewed %.0f, hanging transactions %.0f, lost markers %.0f",
-		c.disruptions, c.redeliveries, c.ackErrors, c.aborted, c.unknown, c.writeFailures, c.renewed, c.hanging, c.lostMarkers)
+	return fmt.Sprintf("broker disruptions %.0f (source %.0f), redeliveries %.0f, ack errors %.0f, transactions aborted %.0f and unknown %.0f, write failures %.0f, locks renewed %.0f, hanging transactions %.0f, lost markers %.0f",
+		c.disruptions, c.sourceDisruptions, c.redeliveries, c.ackErrors, c.aborted, c.unknown, c.writeFailures, c.renewed, c.hanging, c.lostMarkers)
 }
 
 // met reports whether the relays met a fault: any disruption, redelivery,
 // failed acknowledgement or transaction.
 func (c counters) met() bool {
-	return c.disruptions+c.redeliveries+c.ackErrors+c.aborted+c.unknown+c.writeFailures > 0
+	return c.disruptions+c.sourceDisruptions+c.redeliveries+c.ackErrors+c.aborted+c.unknown+c.writeFailures > 0
 }
 
 // finish waits for the stream and the relays to settle, checks exactly
@@ -158,13 +193,17 @@ func (r *clusterRun) finish() counters {
 	}
 	// Healing first: a node still syncing would count as a fault the
 	// relays did not meet in the test's own time.
-	if err := r.c.Heal(context.Background()); err != nil {
-		r.t.Fatal(err)
+	if r.c != nil {
+		if err := r.c.Heal(context.Background()); err != nil {
+			r.t.Fatal(err)
+		}
 	}
-	exactlyOnce(r.t, settled(r.t, r.p, r.n, 4*time.Minute), r.n, 0)
-	if code, rep := relayVerify(r.t, r.p); code != 0 {
+	exactlyOnce(r.t, settledAfterRestart(r.t, r.p, r.shareBroker, r.n, 4*time.Minute), r.n, r.wantDLQ)
+	code, rep := relayVerify(r.t, r.p)
+	if code != 0 {
 		r.t.Fatalf("relay verify exit %d: %+v", code, rep)
 	}
+	r.verified = rep
 	return r.counters()
 }
 
@@ -240,9 +279,9 @@ func waitMoved(ctx context.Context, from int32, where func() (int32, error)) (in
 // subtract is a − b, counter by counter.
 func subtract(a, b counters) counters {
 	return counters{
-		a.disruptions - b.disruptions, a.redeliveries - b.redeliveries, a.ackErrors - b.ackErrors,
-		a.aborted - b.aborted, a.unknown - b.unknown, a.writeFailures - b.writeFailures, a.renewed - b.renewed,
-		a.hanging - b.hanging, a.lostMarkers - b.lostMarkers,
+		disruptions: a.disruptions - b.disruptions, redeliveries: a.redeliveries - b.redeliveries, ackErrors: a.ackErrors - b.ackErrors,
+		aborted: a.aborted - b.aborted, unknown: a.unknown - b.unknown, writeFailures: a.writeFailures - b.writeFailures, renewed: a.renewed - b.renewed,
+		sourceDisruptions: a.sourceDisruptions - b.sourceDisruptions, hanging: a.hanging - b.hanging, lostMarkers: a.lostMarkers - b.lostMarkers,
 	}
 }
 

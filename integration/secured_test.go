@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,93 +41,37 @@ func topicSalt() string { return fmt.Sprintf("%x", time.Now().UnixNano()) }
 // so the shared one stays PLAINTEXT and fast. It has a SASL_SSL listener
 // (SCRAM-SHA-512 user relay, PLAIN user alice), an SSL listener requiring
 // a client certificate (CN=relay-mtls), and ACLs enforced for both; the
-// PLAINTEXT listener, the harness's, is a super user.
-var secured struct {
-	once sync.Once
-	b    *kafkatest.Broker
-	s    *kafkatest.Secured
-	dir  string
-	err  error
+// PLAINTEXT listener, the harness's, is a super user. It is a cluster of
+// its own (kafkatest.SharedBroker), so a test may pair it with another.
+var securedBroker = &kafkatest.SharedBroker{
+	Name: "secured",
+	Options: func(dir string) (kafkatest.Options, error) {
+		opts, s, err := kafkatest.Secure(kafkatest.Options{}, kafkatest.Security{
+			Dir:         dir,
+			PlainUsers:  map[string]string{plainUser: plainPassword},
+			ClientCNs:   []string{mtlsCN},
+			OAuthBearer: true,
+			ACLs:        true,
+		})
+		securedListeners = s
+		return opts, err
+	},
+	Ready: func(ctx context.Context, b *kafkatest.Broker) error {
+		return securedListeners.AddSCRAMUsers(ctx, []string{b.Addr()}, map[string]string{scramUser: scramPassword})
+	},
 }
+
+// securedListeners are the secured broker's listeners and files, set when
+// it starts.
+var securedListeners *kafkatest.Secured
 
 // securedBrokerFor starts the secured broker on first use and returns it.
 // KAFKA_BOOTSTRAP_SERVERS does not apply: an external cluster cannot be
 // given these listeners, so the test is skipped then.
 func securedBrokerFor(t *testing.T) (*kafkatest.Broker, *kafkatest.Secured) {
 	t.Helper()
-	if testing.Short() {
-		if os.Getenv(kafkatest.EnvRequireBroker) == "1" {
-			t.Fatal("real-broker test under -short with SHARERELAY_REQUIRE_BROKER=1")
-		}
-		t.Skip("real-broker test skipped under -short")
-	}
-	if len(kafkatest.ExternalSeeds()) > 0 {
-		t.Skipf("%s is set; the secured tests need a local broker with their own listeners", kafkatest.EnvBootstrap)
-	}
-	secured.once.Do(func() {
-		began := time.Now()
-		secured.b, secured.s, secured.err = startSecured()
-		if secured.err == nil {
-			t.Logf("secured broker %s (SASL_SSL %s, SSL %s) ready in %s", secured.b.Addr(),
-				secured.s.SASLSSLAddr(), secured.s.SSLAddr(), time.Since(began).Round(time.Millisecond))
-		}
-	})
-	if err := secured.err; err != nil {
-		if errors.Is(err, kafkatest.ErrToolMissing) && os.Getenv(kafkatest.EnvRequireBroker) != "1" {
-			t.Skipf("no JVM broker for the secured tests (install java and mvn): %v", err)
-		}
-		t.Fatalf("secured broker: %v", err)
-	}
-	return secured.b, secured.s
-}
-
-func startSecured() (*kafkatest.Broker, *kafkatest.Secured, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	dir, err := os.MkdirTemp("", "sharerelay-secured-")
-	if err != nil {
-		return nil, nil, err
-	}
-	secured.dir = dir
-	opts, s, err := kafkatest.Secure(kafkatest.Options{}, kafkatest.Security{
-		Dir:         dir,
-		PlainUsers:  map[string]string{plainUser: plainPassword},
-		ClientCNs:   []string{mtlsCN},
-		OAuthBearer: true,
-		ACLs:        true,
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	b, err := kafkatest.StartLocal(ctx, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := s.AddSCRAMUsers(ctx, []string{b.Addr()}, map[string]string{scramUser: scramPassword}); err != nil {
-		b.Stop()
-		return nil, nil, err
-	}
-	return b, s, nil
-}
-
-// stopSecured stops the secured broker if a test started it, keeping its
-// directory when the tests failed.
-func stopSecured(failed bool) {
-	if secured.b == nil {
-		if secured.dir != "" {
-			os.RemoveAll(secured.dir)
-		}
-		return
-	}
-	if err := secured.b.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "secured broker: %v\n", err)
-	}
-	if failed {
-		fmt.Fprintf(os.Stderr, "secured broker: tests failed; log kept at %s, certificates in %s\n", secured.b.LogPath(), secured.dir)
-		return
-	}
-	os.RemoveAll(secured.b.Dir())
-	os.RemoveAll(secured.dir)
+	b := securedBroker.Broker(t)
+	return b, securedListeners
 }
 
 // permission is one ACL of the relay's principal; Prefixed for the

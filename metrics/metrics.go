@@ -56,6 +56,10 @@ type Metrics struct {
 	// broker killed, restarted or cut off, which moves the leaders and
 	// coordinators it held.
 	BrokerDisruptions *prometheus.CounterVec
+	// SourceDisruptions is BrokerDisruptions for a worker's share
+	// consumers: the source cluster's brokers (with source.cluster, a
+	// cluster of its own) killed, restarted or cut off.
+	SourceDisruptions *prometheus.CounterVec
 	// HangingSpans counts checks that found a transaction of a worker's
 	// producer id left open by a lost marker (the worker holds its
 	// records until it is completed).
@@ -161,6 +165,7 @@ func (m *Metrics) newWorkerCounters(f factory) {
 	m.Transactions = f.counter("transactions_total", "Transactions ended, by outcome.", "worker", "outcome")
 	m.AlreadyCommitted = f.counter("already_committed_total", "Records accepted without processing because the claim ledger shows them committed (exactly-once only).", "worker")
 	m.ProducerResets = f.counter("producer_resets_total", "Transactional producers replaced after a fatal error (they could no longer begin or abort transactions).", "worker")
+	m.SourceDisruptions = f.counter("source_disruptions_total", "Requests of the worker's share consumers that failed on the wire, and connections they could not open: a broker of the source cluster (source.cluster, else the only one) killed, restarted or cut off. Acknowledgements in flight fail and their records come back, to be found committed. A steady rate means a source broker the relay cannot reach.", "worker")
 	m.BrokerDisruptions = f.counter("broker_disruptions_total", "Requests of the worker's transactional producers that failed on the wire, and connections they could not open: a broker killed, restarted or cut off (its leaders and coordinators move to other nodes). The relay rides them out; a steady rate means a broker it cannot reach.", "worker")
 	m.HangingSpans = f.counter("hanging_transactions_total", "Checks that found a transaction of the worker's producer id open in a partition it writes after the broker lost its marker; the worker holds its records until an operator completes it (see docs/exactly-once.md).", "worker")
 	m.LostMarkers = f.counter("lost_markers_total", "Transactions that continued a span an earlier transaction of the worker's producer id left open after the broker lost its marker, by what the worker did: committed, aborted, restored (written again before the abort), restored_after_abort, claims, unknown (see docs/exactly-once.md).", "worker", "repair")

@@ -45,6 +45,17 @@
 // permissions behind those are checked as above; a broker-side quota, a
 // policy or a full disk only shows when the relay runs.
 //
+// With source.cluster the pipeline has two clusters, and each is asked,
+// with its own client settings and principal, only what it serves: the
+// source cluster the share group checks (its broker floor, share.version,
+// the source topics, the group's permissions, configs and limits), the
+// sink cluster the rest (its broker floor, transaction.version, the topics
+// the relay writes and their replication, the transactional ids). Every
+// check's name then ends with its cluster, "brokers (source cluster)",
+// and a last line compares the clusters' ids: source.cluster that is the
+// sink cluster warns, and fails when a topic the relay writes has a source
+// topic's name. A cluster out of reach skips its own checks only.
+//
 // Every check gives one Result, ok, warn or FAIL; a failure of the
-// connection skips the rest.
+// connection skips the rest of that cluster's checks.
 package preflight

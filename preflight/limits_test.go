@@ -14,7 +14,8 @@ import (
 func TestChecksJudgeTheDeliveryLimitTheRelayRaises(t *testing.T) {
 	p := &config.Pipeline{Workers: 2}
 	p.Batch.Consumers = 4
-	c := &checker{p: p, rep: &Report{}, plan: sharegroup.Plan{
+	rep := &Report{}
+	c := &checker{p: p, rep: rep, src: &side{rep: rep}, plan: sharegroup.Plan{
 		Configs:       map[string]string{sharegroup.DeliveryCountLimit: "10"},
 		AttemptsLimit: 5,
 	}}

@@ -77,33 +77,30 @@ func (r *Report) add(s Status, check, format string, args ...any) {
 }
 
 // Check runs every check of pipeline p (valid, from config.Load) on its
-// cluster. clientOpts are the pipeline's client options, the relay's own
-// (kafkaopts.Options.Opts()). It returns when every check has run, or ctx
-// ends; a check cut short by ctx fails.
-func Check(ctx context.Context, p *config.Pipeline, clientOpts []kgo.Opt) *Report {
+// clusters. sinkOpts are the client options of the cluster the relay
+// writes to, the one cluster of a pipeline without source.cluster;
+// sourceOpts those of source.cluster, used only when p.CrossCluster().
+// Both are the relay's own (kafkaopts.Clusters). It returns when every
+// check has run, or ctx ends; a check cut short by ctx fails.
+func Check(ctx context.Context, p *config.Pipeline, sinkOpts, sourceOpts []kgo.Opt) *Report {
 	c := &checker{p: p, rep: &Report{}}
-	cl, err := kgo.NewClient(clientOpts...)
-	if err != nil {
-		c.rep.add(Fail, "client", "%v", err)
+	if p.CrossCluster() {
+		c.crossCluster(ctx, sinkOpts, sourceOpts)
 		return c.rep
 	}
-	defer cl.Close()
-	c.cl = cl
-	if !c.connect(ctx) {
-		c.rep.add(Skipped, "everything else", "no connection to the cluster")
+	s := &side{of: p.SinkCluster(), role: brokerfloor.Both, rep: c.rep}
+	c.src, c.sink = s, s
+	if !c.open(ctx, s, sinkOpts) {
 		return c.rep
 	}
-	c.features()
-	c.topics(ctx)
+	defer s.cl.Close()
+	c.features(s)
+	c.topics(ctx, s)
 	c.replication(ctx)
 	c.group(ctx)
 	c.transactionalIDs(ctx)
-	c.cluster(ctx)
-	c.lockDuration(ctx)
-	limit, from := c.deliveryLimit(ctx)
-	c.deadLetterSpares(limit, from)
-	c.shareConsumers(limit, from)
-	c.pollSize(ctx, limit)
+	c.cluster(ctx, s)
+	c.shareGroupLimits(ctx)
 	c.acquireMode()
 	c.brokerDLQ()
 	return c.rep
@@ -112,12 +109,13 @@ func Check(ctx context.Context, p *config.Pipeline, clientOpts []kgo.Opt) *Repor
 // checker holds what one run learns as it goes.
 type checker struct {
 	p   *config.Pipeline
-	cl  *kgo.Client
 	rep *Report
 
-	versions *kversion.Versions
-	// floor is brokerfloor's verdict on the cluster, the relay's own.
-	floor brokerfloor.Verdict
+	// src is the cluster of the source topics and the share group, sink
+	// the one the relay writes to: one side for both without
+	// source.cluster.
+	src, sink *side
+
 	// groupConfigs are the share group's configs as the broker reports
 	// them, nil when they could not be read.
 	groupConfigs map[string]string
@@ -127,11 +125,20 @@ type checker struct {
 	// sourceParts are the partitions of the source topics the topic
 	// check found (0 when it found none).
 	sourceParts int
-	// brokers is how many brokers Metadata listed.
-	brokers int
 	// written are the topics the relay writes that the topic check
 	// found, or found it may create, for the replication check.
 	written []written
+}
+
+// shareGroupLimits checks what the share group's settings allow the
+// relay: the record lock duration, the delivery limit's spares, the share
+// consumers a worker runs and their polls' size.
+func (c *checker) shareGroupLimits(ctx context.Context) {
+	c.lockDuration(ctx)
+	limit, from := c.deliveryLimit(ctx)
+	c.deadLetterSpares(limit, from)
+	c.shareConsumers(limit, from)
+	c.pollSize(ctx, limit)
 }
 
 // retryFor bounds the retries of a request that fails with a retriable
@@ -157,43 +164,53 @@ func request[R kmsg.Response](ctx context.Context, cl *kgo.Client, req kmsg.Requ
 	}
 }
 
-// connect checks that the brokers answer and accept the credentials.
-func (c *checker) connect(ctx context.Context) bool {
+// connect checks that the brokers of s answer and accept the credentials.
+func (c *checker) connect(ctx context.Context, s *side) bool {
+	brokers := strings.Join(s.of.Brokers, ",")
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "sharerelay", "check"
-	resp, err := request[*kmsg.ApiVersionsResponse](ctx, c.cl, req)
+	resp, err := request[*kmsg.ApiVersionsResponse](ctx, s.cl, req)
 	if err == nil {
 		err = kerr.ErrorForCode(resp.ErrorCode)
 	}
 	if err != nil {
-		c.rep.add(Fail, "brokers", "cannot connect to %s: %s", strings.Join(c.p.Brokers, ","), explainConnect(err))
+		s.add(Fail, "brokers", "cannot connect to %s: %s", brokers, explainConnect(err))
 		return false
 	}
-	meta, err := request[*kmsg.MetadataResponse](ctx, c.cl, kmsg.NewPtrMetadataRequest())
+	meta, err := request[*kmsg.MetadataResponse](ctx, s.cl, kmsg.NewPtrMetadataRequest())
 	if err != nil {
-		c.rep.add(Fail, "brokers", "ApiVersions answered but Metadata failed: %s", explainConnect(err))
+		s.add(Fail, "brokers", "ApiVersions answered but Metadata failed: %s", explainConnect(err))
 		return false
 	}
-	c.versions = kversion.FromApiVersionsResponse(resp)
-	c.brokers = len(meta.Brokers)
-	c.floor = brokerfloor.Judge(resp, c.p.Delivery == config.ExactlyOnce)
-	c.rep.add(OK, "brokers", "%d in the cluster, reached through %s%s", len(meta.Brokers), strings.Join(c.p.Brokers, ","), c.how())
+	s.versions = kversion.FromApiVersionsResponse(resp)
+	s.brokers = len(meta.Brokers)
+	if meta.ClusterID != nil {
+		s.clusterID = *meta.ClusterID
+	}
+	s.floor = brokerfloor.JudgeFor(resp, s.role, c.p.Delivery == config.ExactlyOnce)
+	s.add(OK, "brokers", "%d in the cluster, reached through %s%s", len(meta.Brokers), brokers, s.how())
 	return true
 }
 
-// how says how the client connects, for the brokers line.
-func (c *checker) how() string {
+// how says how the client connects, for the brokers line. A cluster of
+// two names the principal of its client certificate too: each cluster
+// authorizes its own principal.
+func (s *side) how() string {
 	var parts []string
-	if c.p.TLS.Enabled {
+	if t := s.of.TLS; t.Enabled {
 		parts = append(parts, "TLS")
-		if c.p.TLS.CertFile != "" {
-			parts = append(parts, "client certificate")
+		if t.CertFile != "" {
+			cert := "client certificate"
+			if cn := certCN(t.CertFile); s.role != brokerfloor.Both && cn != "" {
+				cert += " CN=" + cn
+			}
+			parts = append(parts, cert)
 		}
 	}
-	switch m := c.p.SASL.Mechanism; {
+	switch m := s.of.SASL.Mechanism; {
 	case m == "":
-	case c.p.SASL.Username != "":
-		parts = append(parts, "SASL "+m+" as "+c.p.SASL.Username)
+	case s.of.SASL.Username != "":
+		parts = append(parts, "SASL "+m+" as "+s.of.SASL.Username)
 	default:
 		parts = append(parts, "SASL "+m)
 	}
@@ -219,35 +236,45 @@ func explainConnect(err error) string {
 	return msg
 }
 
-// features reports the Kafka version and the finalized features the relay
-// depends on, judged by the rule the relay refuses to start on
-// (brokerfloor), in its words.
-func (c *checker) features() {
-	if c.floor.TooOld != nil {
-		c.rep.add(Fail, "kafka version", "%v", c.floor.TooOld)
+// features reports the Kafka version of s and the finalized features the
+// relay depends on there, judged by the rule the relay refuses to start
+// on (brokerfloor), in its words: transaction.version on the cluster the
+// relay writes to, share groups on the one it reads from.
+func (c *checker) features(s *side) {
+	if s.floor.TooOld != nil {
+		s.add(Fail, "kafka version", "%v", s.floor.TooOld)
 	} else {
-		c.rep.add(OK, "kafka version", "%s (guessed from ApiVersions); the relay needs %s or newer", c.floor.Guess, brokerfloor.Minimum)
+		floor := brokerfloor.Minimum
+		if s.role == brokerfloor.Sink {
+			floor = brokerfloor.SinkMinimum
+		}
+		s.add(OK, "kafka version", "%s (guessed from ApiVersions); the relay needs %s or newer", s.floor.Guess, floor)
 	}
 
-	tv := c.floor.TransactionVersion
-	switch {
-	case c.floor.NoTransactionV2 != nil:
-		c.rep.add(Fail, "transaction.version", "%v", c.floor.NoTransactionV2)
-	case c.p.Delivery == config.ExactlyOnce:
-		c.rep.add(OK, "transaction.version", "finalized at %d", tv)
-	default:
-		c.rep.add(OK, "transaction.version", "finalized at %d (at-least-once does not need 2)", tv)
+	if s.role != brokerfloor.Source {
+		tv := s.floor.TransactionVersion
+		switch {
+		case s.floor.NoTransactionV2 != nil:
+			s.add(Fail, "transaction.version", "%v", s.floor.NoTransactionV2)
+		case c.p.Delivery == config.ExactlyOnce:
+			s.add(OK, "transaction.version", "finalized at %d", tv)
+		default:
+			s.add(OK, "transaction.version", "finalized at %d (at-least-once does not need 2)", tv)
+		}
+	}
+	if s.role == brokerfloor.Sink {
+		return
 	}
 
-	sv := c.floor.ShareVersion
-	_, fetch := c.versions.LookupMaxKeyVersion(kmsg.ShareFetch.Int16())
+	sv := s.floor.ShareVersion
+	_, fetch := s.versions.LookupMaxKeyVersion(kmsg.ShareFetch.Int16())
 	switch {
 	case sv >= 1 && fetch:
-		c.rep.add(OK, "share groups", "share.version finalized at %d", sv)
+		s.add(OK, "share groups", "share.version finalized at %d", sv)
 	case fetch:
-		c.rep.add(Warn, "share groups", "the brokers speak ShareFetch but share.version is %d: share groups may be off (Kafka 4.2+ enables them by default)", sv)
+		s.add(Warn, "share groups", "the brokers speak ShareFetch but share.version is %d: share groups may be off (Kafka 4.2+ enables them by default)", sv)
 	default:
-		c.rep.add(Fail, "share groups", "the brokers do not speak ShareFetch: share groups need %s or newer", brokerfloor.Minimum)
+		s.add(Fail, "share groups", "the brokers do not speak ShareFetch: share groups need %s or newer", brokerfloor.Minimum)
 	}
 }
 
@@ -259,9 +286,11 @@ type need struct {
 	creatable bool
 }
 
-// topics checks that every topic exists (or, for the ledger's, can be
-// created) and that the principal may do what the relay does with it.
-func (c *checker) topics(ctx context.Context) {
+// topics checks that every topic of the pipeline on s exists (or, for
+// the ledger's, can be created) and that the principal may do what the
+// relay does with it: the source topics on the cluster it reads, the
+// topics it writes on the one it writes to.
+func (c *checker) topics(ctx context.Context, s *side) {
 	var names []string
 	needs := make(map[string][]need)
 	add := func(t string, n need) {
@@ -270,18 +299,22 @@ func (c *checker) topics(ctx context.Context) {
 		}
 		needs[t] = append(needs[t], n)
 	}
-	for _, t := range c.p.Source.Topics {
-		add(t, need{role: "source", ops: []kmsg.ACLOperation{kmsg.ACLOperationRead}})
-	}
-	writes := []kmsg.ACLOperation{kmsg.ACLOperationWrite, kmsg.ACLOperationDescribeConfigs}
-	for _, t := range c.p.OutputTopics() {
-		role := "output"
-		if t == c.p.DeadLetter.Topic {
-			role = "dead-letter"
+	reads, writes := s.role != brokerfloor.Sink, s.role != brokerfloor.Source
+	if reads {
+		for _, t := range c.p.Source.Topics {
+			add(t, need{role: "source", ops: []kmsg.ACLOperation{kmsg.ACLOperationRead}})
 		}
-		add(t, need{role: role, ops: writes})
 	}
-	if c.p.Delivery == config.ExactlyOnce {
+	if writes {
+		for _, t := range c.p.OutputTopics() {
+			role := "output"
+			if t == c.p.DeadLetter.Topic {
+				role = "dead-letter"
+			}
+			add(t, need{role: role, ops: []kmsg.ACLOperation{kmsg.ACLOperationWrite, kmsg.ACLOperationDescribeConfigs}})
+		}
+	}
+	if writes && c.p.Delivery == config.ExactlyOnce {
 		rw := []kmsg.ACLOperation{kmsg.ACLOperationRead, kmsg.ACLOperationWrite}
 		add(c.p.Ledger.Topic, need{role: "ledger", ops: rw, creatable: true})
 		add(eos.SnapshotTopic(c.p.Ledger.Topic), need{role: "ledger snapshots", ops: rw, creatable: true})
@@ -294,9 +327,9 @@ func (c *checker) topics(ctx context.Context) {
 		t.Topic = kmsg.StringPtr(n)
 		req.Topics = append(req.Topics, t)
 	}
-	resp, err := request[*kmsg.MetadataResponse](ctx, c.cl, req)
+	resp, err := request[*kmsg.MetadataResponse](ctx, s.cl, req)
 	if err != nil {
-		c.rep.add(Fail, "topics", "Metadata: %v", err)
+		s.add(Fail, "topics", "Metadata: %v", err)
 		return
 	}
 	byName := make(map[string]kmsg.MetadataResponseTopic, len(resp.Topics))
@@ -322,22 +355,22 @@ func (c *checker) topics(ctx context.Context) {
 		err := kerr.ErrorForCode(t.ErrorCode)
 		switch {
 		case !ok:
-			c.rep.add(Fail, check, "not in the Metadata answer")
+			s.add(Fail, check, "not in the Metadata answer")
 		case errors.Is(err, kerr.UnknownTopicOrPartition) && creatable:
-			if c.creatable(ctx, check, name) {
+			if c.creatable(ctx, s, check, name) {
 				c.written = append(c.written, written{name: name, check: check, role: roles[0], create: true})
 			}
 		case errors.Is(err, kerr.UnknownTopicOrPartition):
-			c.rep.add(Fail, check, "does not exist (create it first)")
+			s.add(Fail, check, "does not exist (create it first)")
 		case errors.Is(err, kerr.TopicAuthorizationFailed) && creatable:
-			c.rep.add(Fail, check, "not authorized to describe it (TOPIC_AUTHORIZATION_FAILED): the relay needs %s on it, and CREATE while it does not exist", opNames(ops))
+			s.add(Fail, check, "not authorized to describe it (TOPIC_AUTHORIZATION_FAILED): the relay needs %s on it, and CREATE while it does not exist", opNames(ops))
 		case errors.Is(err, kerr.TopicAuthorizationFailed):
-			c.rep.add(Fail, check, "not authorized to describe it (TOPIC_AUTHORIZATION_FAILED): the relay needs %s on it", opNames(ops))
+			s.add(Fail, check, "not authorized to describe it (TOPIC_AUTHORIZATION_FAILED): the relay needs %s on it", opNames(ops))
 		case err != nil:
-			c.rep.add(Fail, check, "%v", err)
+			s.add(Fail, check, "%v", err)
 		default:
-			c.allowed(check, partitions(len(t.Partitions)), t.AuthorizedOperations, ops)
-			if slices.Contains(c.p.Source.Topics, name) {
+			allowed(s, check, partitions(len(t.Partitions)), t.AuthorizedOperations, ops)
+			if reads && slices.Contains(c.p.Source.Topics, name) {
 				c.sourceParts += len(t.Partitions)
 			}
 			if w, ok := writtenTopic(name, check, roles, t.Partitions); ok {
@@ -350,12 +383,12 @@ func (c *checker) topics(ctx context.Context) {
 // creatable checks with CreateTopics validate_only that the relay may
 // create a missing ledger topic, replicated as it would
 // (eos.LedgerReplication), and reports whether it may.
-func (c *checker) creatable(ctx context.Context, check, name string) bool {
+func (c *checker) creatable(ctx context.Context, s *side, check, name string) bool {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.ValidateOnly = true
 	req.TimeoutMillis = 10000
 	t := kmsg.NewCreateTopicsRequestTopic()
-	rf, cfgs := eos.LedgerReplication(c.brokers)
+	rf, cfgs := eos.LedgerReplication(s.brokers)
 	t.Topic, t.NumPartitions, t.ReplicationFactor = name, 1, rf
 	for _, k := range slices.Sorted(maps.Keys(cfgs)) {
 		tc := kmsg.NewCreateTopicsRequestTopicConfig()
@@ -363,27 +396,27 @@ func (c *checker) creatable(ctx context.Context, check, name string) bool {
 		t.Configs = append(t.Configs, tc)
 	}
 	req.Topics = append(req.Topics, t)
-	resp, err := request[*kmsg.CreateTopicsResponse](ctx, c.cl, req)
+	resp, err := request[*kmsg.CreateTopicsResponse](ctx, s.cl, req)
 	if err == nil && len(resp.Topics) == 1 {
 		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
 	}
 	switch {
 	case err == nil:
-		c.rep.add(OK, check, "does not exist yet; the relay will create it (CREATE allowed, validated only; READ and WRITE are checked once it exists)")
+		s.add(OK, check, "does not exist yet; the relay will create it (CREATE allowed, validated only; READ and WRITE are checked once it exists)")
 		return true
 	case errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed):
-		c.rep.add(Fail, check, "does not exist and this principal may not create it (%s): grant CREATE on the topic (or the cluster), or create it first", shortErr(err))
+		s.add(Fail, check, "does not exist and this principal may not create it (%s): grant CREATE on the topic (or the cluster), or create it first", shortErr(err))
 	default:
-		c.rep.add(Fail, check, "does not exist and cannot be created: %v", err)
+		s.add(Fail, check, "does not exist and cannot be created: %v", err)
 	}
 	return false
 }
 
 // allowed reports whether the authorized operations ops include every op
-// of want.
-func (c *checker) allowed(check, found string, authorized int32, want []kmsg.ACLOperation) {
+// of want, as a check of s.
+func allowed(s *side, check, found string, authorized int32, want []kmsg.ACLOperation) {
 	if authorized == math.MinInt32 {
-		c.rep.add(Warn, check, "%s; the broker did not report this principal's permissions (needs %s)", found, opNames(want))
+		s.add(Warn, check, "%s; the broker did not report this principal's permissions (needs %s)", found, opNames(want))
 		return
 	}
 	var missing []kmsg.ACLOperation
@@ -393,10 +426,10 @@ func (c *checker) allowed(check, found string, authorized int32, want []kmsg.ACL
 		}
 	}
 	if len(missing) > 0 {
-		c.rep.add(Fail, check, "%s; not authorized to %s (allowed: %s)", found, opNames(missing), opNames(ops(authorized)))
+		s.add(Fail, check, "%s; not authorized to %s (allowed: %s)", found, opNames(missing), opNames(ops(authorized)))
 		return
 	}
-	c.rep.add(OK, check, "%s; %s allowed", found, opNames(want))
+	s.add(OK, check, "%s; %s allowed", found, opNames(want))
 }
 
 // group checks the share group: READ, and its configs readable and, when
@@ -413,40 +446,40 @@ func (c *checker) group(ctx context.Context) {
 	sf.GroupID = kmsg.StringPtr(g)
 	sf.MemberID = kmsg.StringPtr("sharerelay-check-member")
 	sf.ShareSessionEpoch = -1
-	resp, err := request[*kmsg.ShareFetchResponse](ctx, c.cl, sf)
+	resp, err := request[*kmsg.ShareFetchResponse](ctx, c.src.cl, sf)
 	if err == nil {
 		err = kerr.ErrorForCode(resp.ErrorCode)
 	}
 	switch {
 	case errors.Is(err, kerr.GroupAuthorizationFailed):
-		c.rep.add(Fail, check, "not authorized to READ it (GROUP_AUTHORIZATION_FAILED): share consumers could not join")
+		c.src.add(Fail, check, "not authorized to READ it (GROUP_AUTHORIZATION_FAILED): share consumers could not join")
 	case err == nil || errors.Is(err, kerr.ShareSessionNotFound) || errors.Is(err, kerr.InvalidShareSessionEpoch) || errors.Is(err, kerr.InvalidRequest):
-		c.rep.add(OK, check, "READ allowed")
+		c.src.add(OK, check, "READ allowed")
 	default:
-		c.rep.add(Warn, check, "READ not checked: %v", err)
+		c.src.add(Warn, check, "READ not checked: %v", err)
 	}
 
-	cfgs, err := describeGroup(ctx, c.cl, g)
+	cfgs, err := describeGroup(ctx, c.src.cl, g)
 	switch {
 	case errors.Is(err, kerr.GroupAuthorizationFailed):
-		c.rep.add(Fail, check+" configs", "not authorized to read them (needs DESCRIBE_CONFIGS, or ALTER_CONFIGS): the relay could not learn the delivery limit and lock duration")
+		c.src.add(Fail, check+" configs", "not authorized to read them (needs DESCRIBE_CONFIGS, or ALTER_CONFIGS): the relay could not learn the delivery limit and lock duration")
 	case err != nil:
-		c.rep.add(Fail, check+" configs", "cannot read them: %v", err)
+		c.src.add(Fail, check+" configs", "cannot read them: %v", err)
 	default:
 		c.groupConfigs = cfgs
-		c.rep.add(OK, check+" configs", "readable (%s=%s, %s=%s, %s=%s)",
+		c.src.add(OK, check+" configs", "readable (%s=%s, %s=%s, %s=%s)",
 			sharegroup.DeliveryCountLimit, orUnset(cfgs[sharegroup.DeliveryCountLimit]),
 			sharegroup.LockDuration, orUnset(cfgs[sharegroup.LockDuration]),
 			sharegroup.IsolationLevel, orUnset(cfgs[sharegroup.IsolationLevel]))
 	}
 
 	if !c.managed() {
-		c.rep.add(OK, check+" configs", "left alone (source.manage_group_config: false), so ALTER_CONFIGS is not needed")
+		c.src.add(OK, check+" configs", "left alone (source.manage_group_config: false), so ALTER_CONFIGS is not needed")
 		return
 	}
-	c.plan = sharegroup.ConfigsToSet(ctx, c.cl, c.p)
+	c.plan = sharegroup.ConfigsToSet(ctx, c.src.cl, c.p)
 	set := c.plan.Configs
-	err = validateGroupConfigs(ctx, c.cl, g, set)
+	err = validateGroupConfigs(ctx, c.src.cl, g, set)
 	keys := slices.Sorted(func(yield func(string) bool) {
 		for k := range set {
 			if !yield(k + "=" + set[k]) {
@@ -456,11 +489,11 @@ func (c *checker) group(ctx context.Context) {
 	})
 	switch {
 	case errors.Is(err, kerr.GroupAuthorizationFailed):
-		c.rep.add(Fail, check+" configs", "not authorized to set them (needs ALTER_CONFIGS; the relay sets %s at start)", strings.Join(keys, ", "))
+		c.src.add(Fail, check+" configs", "not authorized to set them (needs ALTER_CONFIGS; the relay sets %s at start)", strings.Join(keys, ", "))
 	case err != nil:
-		c.rep.add(Fail, check+" configs", "the broker refuses %s: %v", strings.Join(keys, ", "), err)
+		c.src.add(Fail, check+" configs", "the broker refuses %s: %v", strings.Join(keys, ", "), err)
 	default:
-		c.rep.add(OK, check+" configs", "ALTER_CONFIGS allowed; the broker accepts %s (validated only)", strings.Join(keys, ", "))
+		c.src.add(OK, check+" configs", "ALTER_CONFIGS allowed; the broker accepts %s (validated only)", strings.Join(keys, ", "))
 	}
 }
 
@@ -477,8 +510,8 @@ func (c *checker) managed() bool {
 func (c *checker) transactionalIDs(ctx context.Context) {
 	prefix := "sharerelay-" + c.p.Name + "-"
 	check := "transactional ids " + prefix + "*"
-	if v, ok := c.versions.LookupMaxKeyVersion(kmsg.AddPartitionsToTxn.Int16()); !ok || v < 3 {
-		c.rep.add(Warn, check, "not checked: the broker has no AddPartitionsToTxn v3 (WRITE on the prefix is needed)")
+	if v, ok := c.sink.versions.LookupMaxKeyVersion(kmsg.AddPartitionsToTxn.Int16()); !ok || v < 3 {
+		c.sink.add(Warn, check, "not checked: the broker has no AddPartitionsToTxn v3 (WRITE on the prefix is needed)")
 		return
 	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
@@ -488,7 +521,7 @@ func (c *checker) transactionalIDs(ctx context.Context) {
 	t := kmsg.NewAddPartitionsToTxnRequestTopic()
 	t.Topic, t.Partitions = c.p.Output.Topic, []int32{0}
 	req.Topics = append(req.Topics, t)
-	resp, err := request[*kmsg.AddPartitionsToTxnResponse](ctx, c.cl, req)
+	resp, err := request[*kmsg.AddPartitionsToTxnResponse](ctx, c.sink.cl, req)
 	if err == nil {
 		for _, rt := range resp.Topics {
 			for _, rp := range rt.Partitions {
@@ -500,32 +533,32 @@ func (c *checker) transactionalIDs(ctx context.Context) {
 	}
 	switch {
 	case errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
-		c.rep.add(Fail, check, "not authorized to WRITE them (TRANSACTIONAL_ID_AUTHORIZATION_FAILED): grant WRITE on the PREFIXED transactional id %q", prefix)
+		c.sink.add(Fail, check, "not authorized to WRITE them (TRANSACTIONAL_ID_AUTHORIZATION_FAILED): grant WRITE on the PREFIXED transactional id %q", prefix)
 	case err != nil:
-		c.rep.add(Warn, check, "WRITE not checked: %v", err)
+		c.sink.add(Warn, check, "WRITE not checked: %v", err)
 	default:
-		c.rep.add(OK, check, "WRITE allowed")
+		c.sink.add(OK, check, "WRITE allowed")
 	}
 }
 
-// cluster reports the principal's operations on the cluster, for
+// cluster reports the principal's operations on the cluster s, for
 // information: the relay needs none. (Idempotent producers need no
 // IDEMPOTENT_WRITE: since KIP-679, WRITE on a topic is enough; the
 // secured real-broker tests grant no cluster permission.)
-func (c *checker) cluster(ctx context.Context) {
+func (c *checker) cluster(ctx context.Context, s *side) {
 	req := kmsg.NewPtrDescribeClusterRequest()
 	req.IncludeClusterAuthorizedOperations = true
-	resp, err := request[*kmsg.DescribeClusterResponse](ctx, c.cl, req)
+	resp, err := request[*kmsg.DescribeClusterResponse](ctx, s.cl, req)
 	if err == nil {
 		err = kerr.ErrorForCode(resp.ErrorCode)
 	}
 	switch {
 	case err != nil:
-		c.rep.add(OK, "cluster", "none needed (DescribeCluster: %s)", shortErr(err))
+		s.add(OK, "cluster", "none needed (DescribeCluster: %s)", shortErr(err))
 	case resp.ClusterAuthorizedOperations == math.MinInt32 || resp.ClusterAuthorizedOperations == 0:
-		c.rep.add(OK, "cluster", "none needed (this principal's cluster operations are visible only with DESCRIBE on the cluster)")
+		s.add(OK, "cluster", "none needed (this principal's cluster operations are visible only with DESCRIBE on the cluster)")
 	default:
-		c.rep.add(OK, "cluster", "none needed; allowed: %s", opNames(ops(resp.ClusterAuthorizedOperations)))
+		s.add(OK, "cluster", "none needed; allowed: %s", opNames(ops(resp.ClusterAuthorizedOperations)))
 	}
 }
 
@@ -535,17 +568,17 @@ func (c *checker) lockDuration(ctx context.Context) {
 	const check = "lock duration"
 	ms, from := c.groupSetting(ctx, sharegroup.LockDuration, "group.share.record.lock.duration.ms")
 	if ms <= 0 {
-		c.rep.add(Warn, check, "unknown (neither the group's configs nor the broker's are readable); output.transaction_timeout %s must stay below it", c.p.Output.TransactionTimeout)
+		c.src.add(Warn, check, "unknown (neither the group's configs nor the broker's are readable); output.transaction_timeout %s must stay below it", c.p.Output.TransactionTimeout)
 		return
 	}
 	lock := time.Duration(ms) * time.Millisecond
 	switch {
 	case c.p.Output.TransactionTimeout < lock:
-		c.rep.add(OK, check, "%s (from %s), above output.transaction_timeout %s", lock, from, c.p.Output.TransactionTimeout)
+		c.src.add(OK, check, "%s (from %s), above output.transaction_timeout %s", lock, from, c.p.Output.TransactionTimeout)
 	case c.p.Delivery == config.ExactlyOnce:
-		c.rep.add(Fail, check, "%s (from %s) is not above output.transaction_timeout %s: a crashed worker's claim may outlive the locks of the records it blocks; lower the timeout or raise %s", lock, from, c.p.Output.TransactionTimeout, sharegroup.LockDuration)
+		c.src.add(Fail, check, "%s (from %s) is not above output.transaction_timeout %s: a crashed worker's claim may outlive the locks of the records it blocks; lower the timeout or raise %s", lock, from, c.p.Output.TransactionTimeout, sharegroup.LockDuration)
 	default:
-		c.rep.add(Warn, check, "%s (from %s) is not above output.transaction_timeout %s: a slow transaction writes duplicates", lock, from, c.p.Output.TransactionTimeout)
+		c.src.add(Warn, check, "%s (from %s) is not above output.transaction_timeout %s: a slow transaction writes duplicates", lock, from, c.p.Output.TransactionTimeout)
 	}
 }
 
@@ -572,7 +605,7 @@ func (c *checker) groupSetting(ctx context.Context, key, brokerKey string) (int,
 	if v := atoi(c.groupConfigs[key]); v > 0 {
 		return v, "the group's config"
 	}
-	if bc, err := sharegroup.BrokerConfig(ctx, kadm.NewClient(c.cl), brokerKey); err == nil {
+	if bc, err := sharegroup.BrokerConfig(ctx, kadm.NewClient(c.src.cl), brokerKey); err == nil {
 		if v := atoi(bc[brokerKey]); v > 0 {
 			return v, "the broker's " + brokerKey
 		}
@@ -613,11 +646,11 @@ func (c *checker) deadLetterSpares(limit int, from string) {
 	}
 	switch spare := limit - attempts; {
 	case spare >= need:
-		c.rep.add(OK, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries", attempts, limit, from, spare)
+		c.src.add(OK, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries", attempts, limit, from, spare)
 	case sessions > 2:
-		c.rep.add(Warn, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries; a crash of an instance of %d share consumers can cost a record %d, and the broker then archives it without a dead letter (raise %s to %d, or lower dead_letter.max_attempts)", attempts, limit, from, max(0, spare), sessions, need, sharegroup.DeliveryCountLimit, attempts+need)
+		c.src.add(Warn, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries; a crash of an instance of %d share consumers can cost a record %d, and the broker then archives it without a dead letter (raise %s to %d, or lower dead_letter.max_attempts)", attempts, limit, from, max(0, spare), sessions, need, sharegroup.DeliveryCountLimit, attempts+need)
 	default:
-		c.rep.add(Warn, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries; a crash can cost a record two, and the broker then archives it without a dead letter (raise %s to %d)", attempts, limit, from, max(0, spare), sharegroup.DeliveryCountLimit, attempts+2)
+		c.src.add(Warn, check, "%d attempts, delivery limit %d (from %s): %d spare deliveries; a crash can cost a record two, and the broker then archives it without a dead letter (raise %s to %d)", attempts, limit, from, max(0, spare), sharegroup.DeliveryCountLimit, attempts+2)
 	}
 }
 
@@ -635,13 +668,13 @@ func (c *checker) shareConsumers(limit int, from string) {
 	got := sharegroup.ConsumersPerWorker(workers, want, limit)
 	switch {
 	case workers >= limit:
-		c.rep.add(Warn, check, "%d workers reach the delivery limit %d (from %s): a crash of an instance can cost a record one delivery per share consumer, and the broker then archives it without output or dead letter; run more instances with fewer workers, or raise %s to %d",
+		c.src.add(Warn, check, "%d workers reach the delivery limit %d (from %s): a crash of an instance can cost a record one delivery per share consumer, and the broker then archives it without output or dead letter; run more instances with fewer workers, or raise %s to %d",
 			workers, limit, from, sharegroup.DeliveryCountLimit, workers*want+1)
 	case got < want:
-		c.rep.add(Warn, check, "batch.consumers %d is lowered to %d at start: %d workers × consumers must stay below the delivery limit %d (from %s), since a crash of an instance can cost a record one delivery per share consumer; raise %s to %d to keep %d, or run more instances with fewer workers",
+		c.src.add(Warn, check, "batch.consumers %d is lowered to %d at start: %d workers × consumers must stay below the delivery limit %d (from %s), since a crash of an instance can cost a record one delivery per share consumer; raise %s to %d to keep %d, or run more instances with fewer workers",
 			want, got, workers, limit, from, sharegroup.DeliveryCountLimit, workers*want+1, want)
 	default:
-		c.rep.add(OK, check, "workers × consumers = %d × %d, below the delivery limit %d (from %s)", workers, want, limit, from)
+		c.src.add(OK, check, "workers × consumers = %d × %d, below the delivery limit %d (from %s)", workers, want, limit, from)
 	}
 }
 
@@ -661,16 +694,16 @@ func (c *checker) pollSize(ctx context.Context, limit int) {
 	locks, from := c.plannedSetting(ctx, sharegroup.RecordLocks, "group.share.partition.max.record.locks")
 	d := sharegroup.Demand{Workers: workers, Consumers: want, MaxRecords: c.p.Batch.MaxRecords, ConsumersSet: cset, MaxRecordsSet: mset,
 		ConsumersCap: sharegroup.ConsumersPerWorker(workers, want, limit), Partitions: c.sourceParts, RecordLocks: locks, Instances: 1}
-	if ids, err := sharegroup.Members(ctx, kadm.NewClient(c.cl), c.p.Source.Group); err == nil {
+	if ids, err := sharegroup.Members(ctx, kadm.NewClient(c.src.cl), c.p.Source.Group); err == nil {
 		d.Instances, _ = sharegroup.InstancesOf(ids, "")
 	}
 	s := sharegroup.Size(d)
 	if s.Short {
-		c.rep.add(Warn, check, "record locks short: %s (the record lock limit from %s): share fetches come back with fewer records, and exactly-once makes each piece a transaction; %s",
+		c.src.add(Warn, check, "record locks short: %s (the record lock limit from %s): share fetches come back with fewer records, and exactly-once makes each piece a transaction; %s",
 			s.Why, from, sharegroup.ShortAdvice)
 		return
 	}
-	c.rep.add(OK, check, "%s", s.Why)
+	c.src.add(OK, check, "%s", s.Why)
 }
 
 // acquireMode says which acquire mode the relay will run with
@@ -686,19 +719,19 @@ func (c *checker) acquireMode() {
 func (c *checker) brokerDLQ() {
 	const check = "broker-side dead-letter queue"
 	if c.groupConfigs == nil {
-		c.rep.add(Skipped, check, "the share group's configs could not be read")
+		c.src.add(Skipped, check, "the share group's configs could not be read")
 		return
 	}
 	note, warn, err := sharegroup.CheckBrokerDLQ(c.p.DeadLetter, c.p.Source.Group, c.groupConfigs)
 	switch {
 	case err != nil:
-		c.rep.add(Fail, check, "%v", err)
+		c.src.add(Fail, check, "%v", err)
 	case warn:
-		c.rep.add(Warn, check, "%s", note)
+		c.src.add(Warn, check, "%s", note)
 	case note != "":
-		c.rep.add(OK, check, "%s", note)
+		c.src.add(OK, check, "%s", note)
 	default:
-		c.rep.add(OK, check, "none on share group %s (%s unset)", c.p.Source.Group, sharegroup.DLQTopic)
+		c.src.add(OK, check, "none on share group %s (%s unset)", c.p.Source.Group, sharegroup.DLQTopic)
 	}
 }
 

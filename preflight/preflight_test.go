@@ -32,8 +32,16 @@ type fixture struct {
 // replicated to every broker up to 3.
 func newFixture(t *testing.T, opts ...kfake.Opt) *fixture {
 	t.Helper()
+	return newSecured(t, "relay", append([]kfake.Opt{kfake.SeedTopics(3, "orders", "jobs", "dlq")}, opts...)...)
+}
+
+// newSecured starts a cluster with SASL and ACLs, one broker unless opts
+// say otherwise: a super user for the test's admin client and a SCRAM
+// user with password relayPassword and no ACL yet.
+func newSecured(t *testing.T, user string, opts ...kfake.Opt) *fixture {
+	t.Helper()
 	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), kfake.EnableSASL(), kfake.EnableACLs(),
-		kfake.Superuser("SCRAM-SHA-256", "admin", "admin"), kfake.SeedTopics(3, "orders", "jobs", "dlq")}, opts...)...)
+		kfake.Superuser("SCRAM-SHA-256", "admin", "admin")}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +52,7 @@ func newFixture(t *testing.T, opts ...kfake.Opt) *fixture {
 	}
 	t.Cleanup(cl.Close)
 	f := &fixture{c: c, adm: kadm.NewClient(cl)}
-	res, err := f.adm.AlterUserSCRAMs(context.Background(), nil, []kadm.UpsertSCRAM{{User: "relay", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: relayPassword}})
+	res, err := f.adm.AlterUserSCRAMs(context.Background(), nil, []kadm.UpsertSCRAM{{User: user, Mechanism: kadm.ScramSha512, Iterations: 4096, Password: relayPassword}})
 	if err == nil {
 		err = res.Error()
 	}
@@ -74,8 +82,14 @@ var everything = []acl{
 
 func (f *fixture) grant(t *testing.T, acls []acl) {
 	t.Helper()
+	f.grantTo(t, "relay", acls)
+}
+
+// grantTo grants acls to User:user.
+func (f *fixture) grantTo(t *testing.T, user string, acls []acl) {
+	t.Helper()
 	for _, a := range acls {
-		b := kadm.NewACLs().Allow("User:relay").AllowHosts().Operations(a.op)
+		b := kadm.NewACLs().Allow("User:" + user).AllowHosts().Operations(a.op)
 		switch a.kind {
 		case "topic":
 			b.Topics(a.name)
@@ -114,9 +128,16 @@ func (f *fixture) pipeline(password string) (*config.Pipeline, []kgo.Opt) {
 
 func check(t *testing.T, p *config.Pipeline, opts []kgo.Opt) *preflight.Report {
 	t.Helper()
+	return checkBoth(t, p, opts, nil)
+}
+
+// checkBoth runs relay check's checks with the sink's and the source's
+// client options, and logs its lines.
+func checkBoth(t *testing.T, p *config.Pipeline, sinkOpts, sourceOpts []kgo.Opt) *preflight.Report {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rep := preflight.Check(ctx, p, opts)
+	rep := preflight.Check(ctx, p, sinkOpts, sourceOpts)
 	var b strings.Builder
 	rep.Print(&b)
 	t.Logf("relay check:\n%s", b.String())

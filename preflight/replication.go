@@ -107,7 +107,7 @@ func (c *checker) replication(ctx context.Context) {
 
 // created is the durability of a ledger topic the relay will create.
 func (c *checker) created(ctx context.Context) durability {
-	rf, cfgs := eos.LedgerReplication(c.brokers)
+	rf, cfgs := eos.LedgerReplication(c.sink.brokers)
 	d := durability{rf: int(rf)}
 	d.unclean = setting{value: cfgs[eos.UncleanLeaderElection], from: "the relay sets it on the topic", known: true}
 	if v, ok := cfgs[eos.MinInsyncReplicas]; ok {
@@ -115,7 +115,7 @@ func (c *checker) created(ctx context.Context) durability {
 		return d
 	}
 	if rf > 1 {
-		bc, err := sharegroup.BrokerConfig(ctx, kadm.NewClient(c.cl), eos.MinInsyncReplicas)
+		bc, err := sharegroup.BrokerConfig(ctx, kadm.NewClient(c.sink.cl), eos.MinInsyncReplicas)
 		if v, ok := bc[eos.MinInsyncReplicas]; err == nil && ok {
 			d.minISR = setting{value: v, from: "the brokers' default", known: true}
 		} else {
@@ -136,21 +136,21 @@ func (c *checker) judgeReplication(check, role string, d durability, create bool
 		lost = "a written record whose source was acknowledged"
 	}
 	if d.rf <= 1 {
-		if c.brokers <= 1 {
-			c.rep.add(OK, check, "%sreplication factor 1 on a single-broker cluster: no other broker to replicate to (production wants 3 brokers)", what)
+		if c.sink.brokers <= 1 {
+			c.sink.add(OK, check, "%sreplication factor 1 on a single-broker cluster: no other broker to replicate to (production wants 3 brokers)", what)
 			return
 		}
-		c.rep.add(Warn, check, "%sreplication factor 1 on a %d-broker cluster: a broker loss loses %s; raise it to %d (kafka-reassign-partitions.sh adds replicas in place)",
-			what, c.brokers, losses[role], min(3, c.brokers))
+		c.sink.add(Warn, check, "%sreplication factor 1 on a %d-broker cluster: a broker loss loses %s; raise it to %d (kafka-reassign-partitions.sh adds replicas in place)",
+			what, c.sink.brokers, losses[role], min(3, c.sink.brokers))
 		return
 	}
 	if d.unread != nil && !d.minISR.known && create {
-		c.rep.add(Warn, check, "%sreplication factor %d and unclean leader election off, and min.insync.replicas the cluster's default (%s): 1 lets a disk loss drop %s, 2 stops writes while either broker is down; a third broker avoids the choice",
+		c.sink.add(Warn, check, "%sreplication factor %d and unclean leader election off, and min.insync.replicas the cluster's default (%s): 1 lets a disk loss drop %s, 2 stops writes while either broker is down; a third broker avoids the choice",
 			what, d.rf, shortErr(d.unread), lost)
 		return
 	}
 	if d.unread != nil && !d.minISR.known {
-		c.rep.add(Warn, check, "%sreplication factor %d; min.insync.replicas and unclean.leader.election.enable not read (%s): grant DESCRIBE_CONFIGS on the topic to check them",
+		c.sink.add(Warn, check, "%sreplication factor %d; min.insync.replicas and unclean.leader.election.enable not read (%s): grant DESCRIBE_CONFIGS on the topic to check them",
 			what, d.rf, shortErr(d.unread))
 		return
 	}
@@ -158,7 +158,7 @@ func (c *checker) judgeReplication(check, role string, d durability, create bool
 	short := false
 	switch {
 	case isr > d.rf:
-		c.rep.add(Fail, check, "%smin.insync.replicas %d%s above replication factor %d: every acks=all write fails with NOT_ENOUGH_REPLICAS; set min.insync.replicas=%d",
+		c.sink.add(Fail, check, "%smin.insync.replicas %d%s above replication factor %d: every acks=all write fails with NOT_ENOUGH_REPLICAS; set min.insync.replicas=%d",
 			what, isr, from(d.minISR), d.rf, max(2, d.rf-1))
 		short = true
 	case isr <= 1:
@@ -166,12 +166,12 @@ func (c *checker) judgeReplication(check, role string, d durability, create bool
 		if d.rf == 2 {
 			fix += " (with 2 replicas that stops writes while either broker is down; 3 replicas allow both)"
 		}
-		c.rep.add(Warn, check, "%smin.insync.replicas %d%s with replication factor %d: acks=all then accepts a write one replica holds: an unclean failover or disk loss can drop %s; %s",
+		c.sink.add(Warn, check, "%smin.insync.replicas %d%s with replication factor %d: acks=all then accepts a write one replica holds: an unclean failover or disk loss can drop %s; %s",
 			what, isr, from(d.minISR), d.rf, lost, fix)
 		short = true
 	}
 	if b, _ := strconv.ParseBool(d.unclean.value); b {
-		c.rep.add(Warn, check, "%sunclean.leader.election.enable is true%s: a replica that missed committed writes can become leader and drop %s; set it to false",
+		c.sink.add(Warn, check, "%sunclean.leader.election.enable is true%s: a replica that missed committed writes can become leader and drop %s; set it to false",
 			what, from(d.unclean), lost)
 		short = true
 	}
@@ -182,7 +182,7 @@ func (c *checker) judgeReplication(check, role string, d durability, create bool
 	if isr == d.rf {
 		note = "; a broker down stops writes to it"
 	}
-	c.rep.add(OK, check, "%sreplication factor %d, min.insync.replicas %d%s, unclean leader election off%s",
+	c.sink.add(OK, check, "%sreplication factor %d, min.insync.replicas %d%s, unclean leader election off%s",
 		what, d.rf, isr, from(d.minISR), note)
 }
 
@@ -232,7 +232,7 @@ func describeTopics(ctx context.Context, c *checker, topics []string) (map[strin
 		res.ConfigNames = []string{eos.MinInsyncReplicas, eos.UncleanLeaderElection}
 		req.Resources = append(req.Resources, res)
 	}
-	resp, err := request[*kmsg.DescribeConfigsResponse](ctx, c.cl, req)
+	resp, err := request[*kmsg.DescribeConfigsResponse](ctx, c.sink.cl, req)
 	if err != nil {
 		for _, t := range topics {
 			errs[t] = fmt.Errorf("DescribeConfigs: %w", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -121,6 +122,10 @@ func TestAcrossClustersTheRelayWritesOnlyToTheSinkAndEachRecordOnce(t *testing.T
 	}
 	if !strings.Contains(why, "source cluster unavailable") {
 		t.Errorf("with the source cluster down, Ready() = %q, want it to name the source cluster", why)
+	}
+	sd := r.Metrics().SourceDisruptions
+	if n := testutil.ToFloat64(sd.WithLabelValues("0")) + testutil.ToFloat64(sd.WithLabelValues("1")); n == 0 {
+		t.Error("the share consumers met the source cluster's loss, but source_disruptions_total is 0")
 	}
 	cancel()
 	select {

@@ -34,7 +34,7 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		return fmt.Errorf("relay: worker %d: %w", i, err)
 	}
 	defer closeLanes(lanes)
-	clients, err := r.newShareConsumers(i, log)
+	clients, err := r.newShareConsumers(i, log, &disruptions{count: r.m.SourceDisruptions.WithLabelValues(strconv.Itoa(i))})
 	if err != nil {
 		ready()
 		return fmt.Errorf("relay: worker %d: %w", i, err)
@@ -129,7 +129,10 @@ func closeLanes(lanes []*lane) {
 // newShareConsumers creates worker i's share consumers (batch.consumers,
 // as sized to the group's delivery limit and record locks), whose polls
 // the worker writes together (see shareSource).
-func (r *Relay) newShareConsumers(i int, log *slog.Logger) ([]*kgo.Client, error) {
+//
+// Their failures on the wire are counted in srcDisrupt
+// (sharerelay_source_disruptions_total).
+func (r *Relay) newShareConsumers(i int, log *slog.Logger, srcDisrupt *disruptions) ([]*kgo.Client, error) {
 	label := strconv.Itoa(i)
 	clients := make([]*kgo.Client, 0, r.consumers)
 	for c := range r.consumers {
@@ -145,6 +148,7 @@ func (r *Relay) newShareConsumers(i int, log *slog.Logger) ([]*kgo.Client, error
 			// worker paused by an outage longer than the lock would
 			// spend their deliveries.
 			kgo.MaxConcurrentFetches(0),
+			kgo.WithHooks(srcDisrupt),
 		)
 		if !r.wholeBatches {
 			// The broker splits record batches to acquire no more

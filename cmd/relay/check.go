@@ -26,7 +26,7 @@ func cmdCheck(c *command, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	rep := preflight.Check(ctx, p, kafka.Sink.Opts())
+	rep := preflight.Check(ctx, p, kafka.Sink.Opts(), kafka.Source.Opts())
 	rep.Print(stdout)
 	if rep.Failed() {
 		return exitFailed

@@ -12,13 +12,19 @@
 //	p, err := harness.NewPipeline(ctx, harness.PipelineOptions{
 //		Name: name, Seeds: seeds, Dir: t.TempDir(), Workers: 2,
 //	})
-//	err = harness.Orders{Topic: p.Source}.Seed(ctx, p.Seeds, 1, 1000)
+//	err = harness.Orders{Topic: p.Source}.Seed(ctx, p.SourceSeeds, 1, 1000)
 //	cmd := harness.RelayCommand(bin, p.Path, "a")
 //	cmd.LogPath = filepath.Join(t.TempDir(), "a.log")
 //	pr, err := harness.Start(cmd)
 //	defer pr.Kill()
 //	...
 //	err = harness.WaitNoOpenTransactions(ctx, adm, p.Output, p.DeadLetter, p.Ledger)
+//
+// A pipeline may have its source on a cluster of its own
+// (PipelineOptions.SourceSeeds, the file's source.cluster): the source
+// topic and the share group are then read and seeded through
+// Pipeline.SourceSeeds, the output, dead letters and ledger through
+// Pipeline.Seeds. On one cluster the two are the same.
 //
 // Every function returns its errors, wrapped with what it was doing,
 // rather than failing a test: the chaos suite calls some of them from

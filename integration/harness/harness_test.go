@@ -19,6 +19,7 @@ import (
 
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/integration/harness"
+	"github.com/sharerelay/sharerelay/integration/kafkatest"
 	"github.com/sharerelay/sharerelay/internal/kfaketest"
 )
 
@@ -316,6 +317,88 @@ func TestNewPipelineWritesAFileTheRelayLoads(t *testing.T) {
 			}
 			tc.check(t, p, c)
 		})
+	}
+}
+
+// With SourceSeeds the source topic is made on the source cluster and the
+// output and dead letters on the sink's, and the file names the source
+// cluster with its own brokers and security; without them the file has no
+// source.cluster, and SourceSeeds are the Seeds.
+func TestNewPipelinePutsTheSourceOnItsOwnCluster(t *testing.T) {
+	authority, err := kafkatest.NewCA("source cluster CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, authority.CertPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HARNESS_SOURCE_BROKERS", "127.0.0.1:7,127.0.0.1:8")
+	sink, source := fakeCluster(t, 1), fakeCluster(t, 1)
+	p, err := harness.NewPipeline(testContext(t), harness.PipelineOptions{
+		Name: "across-1", Seeds: sink, Dir: t.TempDir(),
+		SourceSeeds: source, SourceBrokers: []string{"${HARNESS_SOURCE_BROKERS}"},
+		SourceSecurity: fmt.Sprintf("tls:\n  enabled: true\n  ca_file: %q\nsasl:\n  mechanism: SCRAM-SHA-512\n  username: u\n  password: p\n", ca),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(p.Seeds, p.SourceSeeds, p.Brokers, p.SourceBrokers) != fmt.Sprint(sink, source, sink, []string{"${HARNESS_SOURCE_BROKERS}"}) {
+		t.Errorf("pipeline seeds %v, source seeds %v, brokers %v, source brokers %v; want %v, %v, %v and the reference", p.Seeds, p.SourceSeeds, p.Brokers, p.SourceBrokers, sink, source, sink)
+	}
+	for _, c := range []struct {
+		seeds []string
+		side  string
+		has   []string
+		lacks []string
+	}{
+		{source, "source", []string{p.Source}, []string{p.Output, p.DeadLetter}},
+		{sink, "sink", []string{p.Output, p.DeadLetter}, []string{p.Source}},
+	} {
+		td, err := admin(t, c.seeds).ListTopics(testContext(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range c.has {
+			if !td.Has(n) {
+				t.Errorf("the %s cluster has no topic %s", c.side, n)
+			}
+		}
+		for _, n := range c.lacks {
+			if td.Has(n) {
+				t.Errorf("the %s cluster has topic %s, which belongs to the other", c.side, n)
+			}
+		}
+	}
+	c, err := config.Load(p.Path)
+	if err != nil {
+		b, _ := os.ReadFile(p.Path)
+		t.Fatalf("the relay rejects the file: %v\n%s", err, b)
+	}
+	src, snk := c.SourceCluster(), c.SinkCluster()
+	got := fmt.Sprintln(c.CrossCluster(), src.Brokers, src.TLS.Enabled, src.TLS.CAFile == ca, src.SASL.Mechanism, src.SASL.Username,
+		snk.Brokers, snk.TLS.Enabled, snk.SASL.Mechanism)
+	want := fmt.Sprintln(true, []string{"127.0.0.1:7", "127.0.0.1:8"}, true, true, "SCRAM-SHA-512", "u", sink, false, "")
+	if got != want {
+		b, _ := os.ReadFile(p.Path)
+		t.Errorf("loaded %swant   %s\n%s", got, want, b)
+	}
+
+	one, err := harness.NewPipeline(testContext(t), harness.PipelineOptions{Name: "one-1", Seeds: sink, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(one.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(one.SourceSeeds) != fmt.Sprint(sink) || one.SourceBrokers != nil || strings.Contains(string(b), "cluster:") {
+		t.Errorf("a pipeline on one cluster: source seeds %v (want %v), file:\n%s", one.SourceSeeds, sink, b)
+	}
+
+	_, err = harness.NewPipeline(testContext(t), harness.PipelineOptions{Name: "x", Seeds: sink, Dir: t.TempDir(), SourceBrokers: []string{"a:1"}})
+	if err == nil || !strings.Contains(err.Error(), "without SourceSeeds") {
+		t.Errorf("SourceBrokers without SourceSeeds: %v, want an error", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -30,6 +31,8 @@ type PipelineOptions struct {
 	Name string
 	// Seeds are the brokers the harness's own clients use: NewPipeline
 	// creates the topics through them, and Pipeline.Seeds returns them.
+	// With SourceSeeds set, they are the sink cluster's: the output and
+	// dead-letter topics (and the ledger the relay creates) live there.
 	// Required.
 	Seeds []string
 	// Brokers are the file's brokers, the relay's seed brokers (default
@@ -37,6 +40,21 @@ type PipelineOptions struct {
 	// interpolates when it loads the file, e.g. "${CHAOS_BROKERS}" for a
 	// proxy chosen per process.
 	Brokers []string
+	// SourceSeeds, when set, put the source on a cluster of its own: the
+	// harness's clients create the source topic there, seed it and read
+	// the share group there (Pipeline.SourceSeeds), and the file gets a
+	// source.cluster section. Default none: one cluster, and the file is
+	// what it is without the three Source options.
+	SourceSeeds []string
+	// SourceBrokers are source.cluster.brokers, the relay's seed brokers
+	// of the source cluster (default SourceSeeds); entries may be
+	// environment references, as in Brokers. Only with SourceSeeds.
+	SourceBrokers []string
+	// SourceSecurity is source.cluster's tls and sasl sections, written
+	// as Security is (top-level keys, e.g. "tls:\n  enabled: true\n"):
+	// the harness indents them under source.cluster. Only with
+	// SourceSeeds. Default none.
+	SourceSecurity string
 	// Dir is where the file is written, as pipeline.yaml. Required.
 	Dir string
 
@@ -103,7 +121,8 @@ type PipelineOptions struct {
 	DrainTimeout string
 	// Security is YAML appended to the file as is: its tls and sasl
 	// sections, for a relay on a secured listener (Brokers) while the
-	// harness's own clients keep using Seeds. Default none.
+	// harness's own clients keep using Seeds; with SourceSeeds, the sink
+	// cluster's. Default none.
 	Security string
 }
 
@@ -120,8 +139,17 @@ type Pipeline struct {
 	// Ledger is the claim ledger exactly-once relays create, <name>.ledger
 	// (the relay's default name).
 	Ledger string
-	// Seeds are PipelineOptions.Seeds: the brokers to seed and check on.
+	// Seeds are PipelineOptions.Seeds: the brokers to check the output,
+	// the dead letters and the ledger on.
 	Seeds []string
+	// SourceSeeds are the brokers to seed the source on and to read the
+	// share group on: PipelineOptions.SourceSeeds, or Seeds when the
+	// pipeline is on one cluster.
+	SourceSeeds []string
+	// Brokers and SourceBrokers are the file's brokers and
+	// source.cluster.brokers as written (an environment reference is left
+	// as it is); SourceBrokers is nil on one cluster.
+	Brokers, SourceBrokers []string
 	// Path is the pipeline file.
 	Path string
 }
@@ -135,12 +163,26 @@ func NewPipeline(ctx context.Context, o PipelineOptions) (*Pipeline, error) {
 	}
 	p := &Pipeline{
 		Name: o.Name, Source: o.Name + ".orders", Output: o.Name + ".jobs", DeadLetter: o.Name + ".dlq",
-		Group: o.Name + ".group", Ledger: o.Name + ".ledger", Seeds: o.Seeds, Path: filepath.Join(o.Dir, "pipeline.yaml"),
+		Group: o.Name + ".group", Ledger: o.Name + ".ledger", Seeds: o.Seeds, SourceSeeds: o.Seeds,
+		Path: filepath.Join(o.Dir, "pipeline.yaml"),
 	}
-	err = CreateTopics(ctx, o.Seeds,
-		Topic{Name: p.Source, Partitions: o.Partitions, Broker: o.OnBroker, Replicas: o.Replicas},
-		Topic{Name: p.Output, Partitions: OutputPartitions, Broker: cmp.Or(o.OutputOnBroker, o.OnBroker), Replicas: o.Replicas},
-		Topic{Name: p.DeadLetter, Partitions: DeadLetterPartitions, Broker: o.OnBroker, Replicas: o.Replicas})
+	p.Brokers = o.Brokers
+	if len(o.SourceSeeds) > 0 {
+		p.SourceSeeds, p.SourceBrokers = o.SourceSeeds, o.SourceBrokers
+	}
+	source := Topic{Name: p.Source, Partitions: o.Partitions, Broker: o.OnBroker, Replicas: o.Replicas}
+	sink := []Topic{
+		{Name: p.Output, Partitions: OutputPartitions, Broker: cmp.Or(o.OutputOnBroker, o.OnBroker), Replicas: o.Replicas},
+		{Name: p.DeadLetter, Partitions: DeadLetterPartitions, Broker: o.OnBroker, Replicas: o.Replicas},
+	}
+	if len(o.SourceSeeds) > 0 {
+		err = CreateTopics(ctx, o.SourceSeeds, source)
+	} else {
+		sink = append([]Topic{source}, sink...)
+	}
+	if err == nil {
+		err = CreateTopics(ctx, o.Seeds, sink...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %s: %w", p.Name, err)
 	}
@@ -164,6 +206,12 @@ func (o PipelineOptions) withDefaults() (PipelineOptions, error) {
 	}
 	if len(missing) > 0 {
 		return o, errors.New("pipeline options: no " + strings.Join(missing, ", no "))
+	}
+	if len(o.SourceSeeds) == 0 && (len(o.SourceBrokers) > 0 || o.SourceSecurity != "") {
+		return o, errors.New("pipeline options: SourceBrokers or SourceSecurity without SourceSeeds, the source cluster they belong to")
+	}
+	if len(o.SourceBrokers) == 0 {
+		o.SourceBrokers = o.SourceSeeds
 	}
 	if len(o.Brokers) == 0 {
 		o.Brokers = o.Seeds
@@ -200,10 +248,7 @@ func (o PipelineOptions) withDefaults() (PipelineOptions, error) {
 
 // yaml renders the pipeline file, with the keys config.Load accepts.
 func (p *Pipeline) yaml(o PipelineOptions) []byte {
-	brokers := make([]string, len(o.Brokers))
-	for i, b := range o.Brokers {
-		brokers[i] = fmt.Sprintf("%q", b)
-	}
+	brokers := quoted(o.Brokers)
 	var gc strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(o.GroupConfigs)) {
 		fmt.Fprintf(&gc, "\n    %s: %q", k, o.GroupConfigs[k])
@@ -227,6 +272,14 @@ func (p *Pipeline) yaml(o PipelineOptions) []byte {
 	}
 	if o.DrainTimeout != "" {
 		batch += "\n  drain_timeout: " + o.DrainTimeout
+	}
+	if len(o.SourceSeeds) > 0 {
+		fmt.Fprintf(&gc, "\n  cluster:\n    brokers: [%s]", quoted(o.SourceBrokers))
+		for _, l := range strings.Split(strings.TrimRight(o.SourceSecurity, "\n"), "\n") {
+			if l != "" {
+				gc.WriteString("\n    " + l)
+			}
+		}
 	}
 	client := ""
 	if o.FetchMaxBytes != 0 {
@@ -254,6 +307,15 @@ batch:%s%s
 transforms: %s
 metrics:
   listen: %q
-%s%s`, p.Name, strings.Join(brokers, ", "), o.Delivery, o.Workers, p.Source, p.Group, !o.LeaveGroupConfig, gc.String(),
+%s%s`, p.Name, brokers, o.Delivery, o.Workers, p.Source, p.Group, !o.LeaveGroupConfig, gc.String(),
 		p.Output, o.TxnTimeout, p.DeadLetter, o.MaxAttempts, o.DeadLetterAck, maxRecords, batch, o.PollTimeout, o.RenewLocks, o.Transforms, o.MetricsListen, client, o.Security)
+}
+
+// quoted renders brokers as the items of a YAML flow list, each quoted.
+func quoted(brokers []string) string {
+	q := make([]string, len(brokers))
+	for i, b := range brokers {
+		q[i] = strconv.Quote(b)
+	}
+	return strings.Join(q, ", ")
 }

@@ -231,7 +231,7 @@ func (b *Broker) format(ctx context.Context) error {
 		return nil
 	}
 	cmd := exec.CommandContext(ctx, b.java, b.javaArgs("kafka.tools.StorageTool",
-		"format", "--ignore-formatted", "-t", ClusterID, "-c", "server.properties")...)
+		"format", "--ignore-formatted", "-t", b.clusterID(), "-c", "server.properties")...)
 	cmd.Dir = b.dir
 	out, err := cmd.CombinedOutput()
 	if werr := appendFile(b.LogPath(), append([]byte("=== kafkatest: StorageTool format ===\n"), out...)); werr != nil && err == nil {
@@ -241,6 +241,14 @@ func (b *Broker) format(ctx context.Context) error {
 		return fmt.Errorf("format storage: %w\n%s", err, out)
 	}
 	return nil
+}
+
+// clusterID is the KRaft cluster id the storage is formatted with.
+func (b *Broker) clusterID() string {
+	if b.opts.ClusterID != "" {
+		return b.opts.ClusterID
+	}
+	return ClusterID
 }
 
 // appendFile appends data to the file at path, creating it if needed.

@@ -55,6 +55,14 @@
 // [Secure] adds TLS and SASL listeners and ACLs to a local broker, for the
 // security tests; it needs the JVM broker.
 //
+// [SecondBroker] is a second local broker, a cluster independent of the
+// first (its own KRaft cluster id, directory and ports), for tests of a
+// pipeline whose share group is on one cluster and its outputs on the
+// other; like [LocalCluster] it is a JVM broker started only when a test
+// asks for it and stopped by [Main]. [SharedBroker] declares more such
+// brokers, a secured one for instance ([Secure]), so that one cluster of
+// a test can be secured while the other stays PLAINTEXT.
+//
 // Tests that kill or restart the broker use [LocalBroker]; they are skipped
 // when KAFKA_BOOTSTRAP_SERVERS points at an external cluster, or the shared
 // broker is a container.

@@ -2,9 +2,10 @@ package kafkatest
 
 import "time"
 
-// ClusterID is the fixed KRaft cluster id every local broker is formatted
-// with. A fixed id saves one JVM launch (StorageTool random-uuid); it is the
-// default id of the official apache/kafka Docker image.
+// ClusterID is the fixed KRaft cluster id a local broker is formatted with
+// unless [Options.ClusterID] names another. A fixed id saves one JVM launch
+// (StorageTool random-uuid); it is the default id of the official
+// apache/kafka Docker image.
 const ClusterID = "5L6g3nShT-eMCtK--X86sw"
 
 // DefaultStartTimeout bounds how long [Broker.Start] waits for the broker to
@@ -63,6 +64,13 @@ type Options struct {
 	// NodeID is the KRaft node id; 0 means 1. A node that joins another
 	// must have a different one.
 	NodeID int
+
+	// ClusterID is the KRaft cluster id the storage is formatted with;
+	// empty means [ClusterID]. Two brokers that should be independent
+	// clusters, as a client sees them in metadata, need different ids
+	// ([NamedClusterID] derives one). An already formatted directory
+	// keeps the id it has.
+	ClusterID string
 
 	// Voters, when set, is controller.quorum.voters of a multi-node
 	// KRaft quorum ("1@127.0.0.1:9093,2@…"): the node is a combined

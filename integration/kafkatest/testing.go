@@ -41,21 +41,24 @@ var shared struct {
 	logged    atomic.Bool
 }
 
-// Main runs the tests of a test binary and then stops the local broker if
-// a test started one, and exits. Call it from TestMain:
+// Main runs the tests of a test binary and then stops the local brokers
+// the tests started (the one [Bootstrap] returns, every [SharedBroker],
+// the [LocalCluster]), and exits. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { kafkatest.Main(m) }
 //
-// It starts nothing itself. When tests failed, the broker directory (with
-// broker.log) is kept and its path printed; otherwise it is removed. A
+// It starts nothing itself. When tests failed, the broker directories (with
+// broker.log) are kept and their paths printed; otherwise they are removed. A
 // TestMain with its own clean-up to do after the tests calls Run instead.
 func Main(m *testing.M) { os.Exit(Run(m)) }
 
-// Run is Main without the exit: it runs the tests, stops the local broker
-// as Main does, and returns the exit code for the caller to pass to
+// Run is Main without the exit: it runs the tests, stops the local brokers
+// and cluster the tests started ([SharedBroker], [LocalCluster]) as Main
+// does, and returns the exit code for the caller to pass to
 // os.Exit once it has cleaned up (deferred calls do not run on os.Exit).
 func Run(m *testing.M) int {
 	code := m.Run()
+	stopSharedBrokers(code != 0)
 	stopSharedCluster(code != 0)
 	if c := shared.container; c != nil {
 		if err := c.stop(); err != nil {

@@ -14,6 +14,10 @@ import (
 // its messages name it.
 const Minimum = "Kafka 4.2"
 
+// SinkMinimum is the oldest release line a sink cluster (JudgeFor Sink)
+// can run: the transactions' requests the relay sends came in Kafka 4.1.
+const SinkMinimum = "Kafka 4.1"
+
 // ErrTooOld means the brokers lack a request version the relay needs:
 // they are older than Minimum, or share groups are off.
 var ErrTooOld = errors.New("the brokers are too old")
@@ -145,7 +149,7 @@ func JudgeFor(resp *kmsg.ApiVersionsResponse, role Role, exactlyOnce bool) Verdi
 			who = " (" + role.String() + ")"
 		}
 		if role == Sink {
-			floor = "brokers that answer them (Kafka 4.1 or newer) on the cluster it writes to"
+			floor = "brokers that answer them (" + SinkMinimum + " or newer) on the cluster it writes to"
 		}
 		v.TooOld = fmt.Errorf("%w%s: they look like Kafka %s (guessed from ApiVersions) and lack %s; the relay needs %s%s",
 			ErrTooOld, who, v.Guess, strings.Join(missing, ", "), floor, hint)

@@ -12,4 +12,9 @@
 // also needs the cluster's transaction.version finalized at 2 (KIP-890),
 // a feature level, not a release: a cluster upgraded from an older one may
 // still run at 1. docs/compat.md lists the releases tested.
+//
+// With source.cluster a pipeline has two clusters, and each is asked only
+// for what it serves (JudgeFor): the source cluster for the share group
+// requests, the sink cluster for the transactions' requests and
+// transaction.version, whose floor is then Kafka 4.1 (SinkMinimum).
 package brokerfloor
