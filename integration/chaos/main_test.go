@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -251,10 +250,7 @@ func startEnv(cluster bool, role string) (*env, error) {
 			e.slots[i] = strings.Join(addrs, ",")
 		}
 		if err == nil {
-			err = e.startNodes(ctx, ls)
-		}
-		if err == nil && role == "source" {
-			err = e.ownClusterID(ctx, sourceClusterID)
+			err = e.startNodes(ctx, ls, clusterID(role))
 		}
 		if err == nil {
 			err = e.checkSlots(ctx)
@@ -272,9 +268,20 @@ func startEnv(cluster bool, role string) (*env, error) {
 	return nil, lastErr
 }
 
+// clusterID is the KRaft cluster id of the env of role: kafkatest's own for
+// the sink, one of its own for the source, since the relay tells two
+// clusters apart by their ids.
+func clusterID(role string) string {
+	if role == "sink" {
+		return "" // kafkatest.ClusterID
+	}
+	return kafkatest.NamedClusterID("chaos-" + role)
+}
+
 // startNodes starts the single broker (one list of listeners) or the
-// cluster (one list per node).
-func (e *env) startNodes(ctx context.Context, ls [][]kafkatest.Listener) error {
+// cluster (one list per node), a single broker with cluster id id (empty:
+// kafkatest's).
+func (e *env) startNodes(ctx context.Context, ls [][]kafkatest.Listener, id string) error {
 	if len(ls) > 1 {
 		c, err := kafkatest.StartCluster(ctx, kafkatest.ClusterOptions{Nodes: len(ls), Properties: brokerProperties(), Listeners: ls})
 		if err != nil {
@@ -283,7 +290,7 @@ func (e *env) startNodes(ctx context.Context, ls [][]kafkatest.Listener) error {
 		e.cluster, e.direct = c, c.Seeds()
 		return nil
 	}
-	opts, _, err := kafkatest.WithListeners(kafkatest.Options{Properties: brokerProperties()}, ls[0]...)
+	opts, _, err := kafkatest.WithListeners(kafkatest.Options{Properties: brokerProperties(), ClusterID: id}, ls[0]...)
 	if err != nil {
 		return err
 	}
@@ -378,41 +385,6 @@ func distinctClusters(sink, source *env) error {
 		return fmt.Errorf("the sink and the source cluster both report cluster id %s: the relays would take them for one", ids[0])
 	}
 	fmt.Fprintf(os.Stderr, "chaos: sink cluster id %s, source cluster id %s\n", ids[0], ids[1])
-	return nil
-}
-
-// sourceClusterID is the KRaft cluster id of the cross-cluster scenarios'
-// source node: the relay tells two clusters apart by their ids, and
-// kafkatest formats every local node with the same one.
-const sourceClusterID = "Y2hhb3Mtc291cmNlLWNsdQ"
-
-// ownClusterID gives the single node cluster id id: it stops the node,
-// rewrites the cluster.id of its storage's meta.properties (written once
-// at format time, and read at every start), and starts it again. The node
-// is the only voter of its quorum, so no peer holds the old id.
-func (e *env) ownClusterID(ctx context.Context, id string) error {
-	b := e.broker
-	if err := b.Stop(); err != nil {
-		return fmt.Errorf("giving the %s node cluster id %s: %w", e.role, id, err)
-	}
-	path := filepath.Join(b.Dir(), "data", "meta.properties")
-	meta, err := os.ReadFile(path)
-	if err == nil {
-		var lines []string
-		for _, l := range strings.Split(string(meta), "\n") {
-			if strings.HasPrefix(l, "cluster.id=") {
-				l = "cluster.id=" + id
-			}
-			lines = append(lines, l)
-		}
-		err = os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644)
-	}
-	if err == nil {
-		err = b.Start(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("giving the %s node cluster id %s: %w", e.role, id, err)
-	}
 	return nil
 }
 
