@@ -13,7 +13,7 @@ PKGS     := ./...
 # Generous: the real-broker suite starts a JVM broker and runs fault tests.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build image demo test test-unit test-pipelines lint bench bench-cluster bench-cross chaos cluster-tests soak soak-cluster compat kafka-up kafka-down clean
+.PHONY: all build image demo test test-unit test-pipelines lint bench bench-cluster bench-cross chaos cluster-tests soak soak-cluster soak-cross compat kafka-up kafka-down clean
 
 all: build
 
@@ -133,9 +133,10 @@ bench-cross:
 
 # The chaos catalogue (integration/chaos): relays as processes, faults by
 # signals, Toxiproxy, failpoints and broker kills; every scenario ends with
-# the verifier. CHAOS_SEED replays a run.
+# the verifier. CHAOS_SEED replays a run. CHAOS_LONG=1 adds the scenarios
+# too long for every CI run, whose short twins CI runs.
 chaos:
-	$(GO) test -count=1 -timeout 60m -run '^TestChaos' -v ./integration/chaos/
+	CHAOS_LONG=1 $(GO) test -count=1 -timeout 60m -run '^TestChaos' -v ./integration/chaos/
 
 # Every real-broker test on the local three-node cluster
 # (integration/replicated_test.go) and across two clusters
@@ -155,6 +156,14 @@ soak:
 # network faults; not in CI, which runs a small one (TestChaosClusterNemesis).
 soak-cluster:
 	CHAOS_NODES=3 CHAOS_RECORDS=1000000 CHAOS_NEMESIS=20m $(GO) test -count=1 -timeout 3h -run '^TestChaosNemesis$$' -v ./integration/chaos/
+
+# The nemesis across two clusters: the source topic and the share group on
+# one local single-node cluster, outputs, dead letters and ledger on
+# another, each cluster's broker killed in turn besides the relay faults
+# and network faults toward each; not in CI, which runs a small one
+# (TestChaosCrossClusterCI).
+soak-cross:
+	CHAOS_LONG=1 CHAOS_RECORDS=1000000 CHAOS_NEMESIS=20m $(GO) test -count=1 -timeout 3h -run '^TestChaosCrossClusterNemesis$$' -v ./integration/chaos/
 
 # The Kafka releases make compat runs on: the newest patch of each
 # supported release line, as Maven Central serves them. The relay refuses
