@@ -406,18 +406,30 @@ func (s *state) judge(f *fence) {
 	}
 }
 
-// bounds returns how far each reader needs to read for fence f: the
-// source partitions to their spso (none past what is judged when the
-// group has none), the outputs and dead letters to their end.
-func (s *state) bounds(f *fence) (src, out map[tp]int64) {
+// bounds returns how far each reader needs to read for fence f, and for
+// the fence reached before it (nil: none): the source partitions to their
+// spso (none past what is judged when the group has none), the outputs
+// and dead letters to f's ends.
+func (s *state) bounds(f, reached *fence) (src, out map[tp]int64) {
 	src = map[tp]int64{}
 	for at, p := range s.parts {
 		src[at] = p.judged
-		if spso, ok := f.spso[at]; ok {
-			src[at] = max(src[at], spso)
+		for _, g := range []*fence{f, reached} {
+			if spso, ok := g.spsoOf(at); ok {
+				src[at] = max(src[at], spso)
+			}
 		}
 	}
 	return src, f.outEnd
+}
+
+// spsoOf is partition at's start offset at fence f (a nil f has none).
+func (f *fence) spsoOf(at tp) (int64, bool) {
+	if f == nil {
+		return 0, false
+	}
+	o, ok := f.spso[at]
+	return o, ok
 }
 
 // heldBytes is the memory the state holds for unjudged offsets: the
