@@ -13,7 +13,7 @@ PKGS     := ./...
 # Generous: the real-broker suite starts a JVM broker and runs fault tests.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build image demo test test-unit test-pipelines lint bench bench-cluster chaos cluster-tests soak soak-cluster compat kafka-up kafka-down clean
+.PHONY: all build image demo test test-unit test-pipelines lint bench bench-cluster bench-cross chaos cluster-tests soak soak-cluster soak-cross compat kafka-up kafka-down clean
 
 all: build
 
@@ -122,11 +122,23 @@ bench: build
 bench-cluster:
 	$(GO) run ./integration/cmd/bench -nodes 3 -contenders relay-eos,relay-alo,copier,copier-strict,classic-eos -classic-workers= -scaling=false -latency=false $(BENCH_ARGS)
 
+# Exactly-once across two clusters against one (-cross): a second local
+# broker, its own KRaft cluster with the first one's settings, holds the
+# source topic and share group of relay-eos-cross, whose outputs, dead
+# letters and claim ledger are on the first; relay-eos runs the same
+# pipeline on the first alone, the same records, runs interleaved. One
+# warm-up round, 1 KiB values, 5 runs of 100,000 records: a few minutes
+# on 2 cores. The table gives cross over same, paired per run, and both
+# rows' CPU a record (the brokers': both JVMs in both rows).
+bench-cross:
+	$(GO) run ./integration/cmd/bench -cross -contenders relay-eos -sizes 1024 -records 100000 -runs 5 -warmup-records 50000 -warmup-rounds 1 -classic-workers= -scaling=false -latency=false $(BENCH_ARGS)
+
 # The chaos catalogue (integration/chaos): relays as processes, faults by
 # signals, Toxiproxy, failpoints and broker kills; every scenario ends with
-# the verifier. CHAOS_SEED replays a run.
+# the verifier. CHAOS_SEED replays a run. CHAOS_LONG=1 adds the scenarios
+# too long for every CI run, whose short twins CI runs.
 chaos:
-	$(GO) test -count=1 -timeout 60m -run '^TestChaos' -v ./integration/chaos/
+	CHAOS_LONG=1 $(GO) test -count=1 -timeout 60m -run '^TestChaos' -v ./integration/chaos/
 
 # Every real-broker test on the local three-node cluster
 # (integration/replicated_test.go) and across two clusters
@@ -146,6 +158,14 @@ soak:
 # network faults; not in CI, which runs a small one (TestChaosClusterNemesis).
 soak-cluster:
 	CHAOS_NODES=3 CHAOS_RECORDS=1000000 CHAOS_NEMESIS=20m $(GO) test -count=1 -timeout 3h -run '^TestChaosNemesis$$' -v ./integration/chaos/
+
+# The nemesis across two clusters: the source topic and the share group on
+# one local single-node cluster, outputs, dead letters and ledger on
+# another, each cluster's broker killed in turn besides the relay faults
+# and network faults toward each; not in CI, which runs a small one
+# (TestChaosCrossClusterCI).
+soak-cross:
+	CHAOS_LONG=1 CHAOS_RECORDS=1000000 CHAOS_NEMESIS=20m $(GO) test -count=1 -timeout 3h -run '^TestChaosCrossClusterNemesis$$' -v ./integration/chaos/
 
 # The Kafka releases make compat runs on: the newest patch of each
 # supported release line, as Maven Central serves them. The relay refuses

@@ -101,8 +101,8 @@ func (s *state) snapshot(pipeline string) *checkpoint {
 				}
 			}
 		}
-		for _, o := range slices.Sorted(maps.Keys(p.ahead)) {
-			cs.Pending = append(cs.Pending, pending(o, p.ahead[o].marks, p.ahead[o].fan))
+		for _, o := range slices.Sorted(maps.Keys(p.far)) {
+			cs.Pending = append(cs.Pending, pending(o, p.far[o].marks, p.far[o].fan))
 		}
 		cp.Sources = append(cp.Sources, cs)
 	}
@@ -172,11 +172,7 @@ func (s *state) restore(cp *checkpoint) error {
 		s.m.partition(p)
 		// Placed by the first fence, which reads the partition's end.
 		for _, pe := range cs.Pending {
-			if p.ahead == nil {
-				p.ahead = map[int64]*held{}
-			}
-			h := pe.held()
-			p.ahead[pe.O] = &h
+			s.count(p, pe.O, pe.held(), 1)
 		}
 	}
 	for _, o := range cp.Outputs {
@@ -250,10 +246,9 @@ func (t *topicStore) Load(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A topic just created holds no checkpoint, and the broker may not
-	// answer for its partitions yet.
-	if created, err := t.ensure(ctx, kadm.NewClient(cl)); err != nil || created {
-		return nil, err
+	created, err := t.ensure(ctx, kadm.NewClient(cl))
+	if err != nil || created {
+		return nil, err // a topic just created holds no checkpoint
 	}
 	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, t.topic)
 	if err == nil {
@@ -331,10 +326,13 @@ func (t *topicStore) ensure(ctx context.Context, adm *kadm.Client) (created bool
 	if err == nil {
 		err = resp.Err
 	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+	switch {
+	case errors.Is(err, kerr.TopicAlreadyExists):
+		return false, nil // created meanwhile, by another auditor
+	case err != nil:
 		return false, fmt.Errorf("checkpoint: creating %s: %w", t.topic, err)
 	}
-	return err == nil, nil
+	return true, nil
 }
 
 func (t *topicStore) Save(ctx context.Context, b []byte) error {
@@ -348,10 +346,11 @@ func (t *topicStore) Save(ctx context.Context, b []byte) error {
 	return nil
 }
 
-// Close closes the store's client.
+// Close closes the store's client; a later Load or Save makes another.
 func (t *topicStore) Close() {
 	if t.cl != nil {
 		t.cl.Close()
+		t.cl = nil
 	}
 }
 

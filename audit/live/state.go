@@ -32,9 +32,15 @@ type srcPart struct {
 	from, judged, pos, end int64
 	// win holds the offsets from judged on.
 	win window
-	// ahead holds what names offsets at or past end, until a fence taken
-	// after it was read says whether they exist.
-	ahead map[int64]*held
+	// Marks of offsets at or past end wait for a fence taken after they
+	// were read, which says whether those offsets exist. They are kept in
+	// the window when near and all waiting for the same fence (aheadSeq;
+	// aheadFrom is the lowest such offset) — the usual case, as the
+	// readers read while no fence is in flight — and in far, each with
+	// its own, otherwise.
+	aheadFrom int64
+	aheadSeq  uint64
+	far       map[int64]*held
 	// rep is the cumulative verdict; late counts the outputs and dead
 	// letters read after the offset they name was judged (in
 	// rep.Duplicated too).
@@ -192,8 +198,14 @@ func (s *state) replay(r *kgo.Record, a audit.Attribution) {
 	}
 }
 
-// count adds h to offset o of p: into the window, ahead when o is past
-// the partition's end at the newest fence, as late when o is judged.
+// farAhead is how far past a partition's end a mark is kept in the
+// window; one further (an output naming an offset far beyond any record)
+// is held in srcPart.far, so that it cannot make the window grow.
+const farAhead = 1 << 22
+
+// count adds h to offset o of p: into the window, as late when o is
+// judged. Past the partition's end at the newest fence it waits for a
+// fence taken after it was read (seq).
 func (s *state) count(p *srcPart, o int64, h held, seq uint64) {
 	switch {
 	case o < p.from:
@@ -201,6 +213,7 @@ func (s *state) count(p *srcPart, o int64, h held, seq uint64) {
 			p.rep.Unexpected++ // below the source's start: relay verify's count too
 			s.m.unexpected.WithLabelValues(p.labels()...).Inc()
 		}
+		return
 	case o < p.judged:
 		// Every output of a judged record was written before its fence:
 		// one read after is a second write.
@@ -208,25 +221,31 @@ func (s *state) count(p *srcPart, o int64, h held, seq uint64) {
 		p.rep.Duplicated++
 		s.m.late.WithLabelValues(p.labels()...).Inc()
 		s.m.duplicated.WithLabelValues(p.labels()...).Inc()
-	case o >= p.end:
-		if p.ahead == nil {
-			p.ahead = map[int64]*held{}
+		return
+	case o >= p.end+farAhead || o >= p.end && p.aheadSeq != 0 && p.aheadSeq != seq:
+		if p.far == nil {
+			p.far = map[int64]*held{}
 		}
-		x := p.ahead[o]
+		x := p.far[o]
 		if x == nil {
-			x = &held{seq: seq}
-			p.ahead[o] = x
+			x = &held{}
+			p.far[o] = x
 		}
 		merge(&x.marks, &x.fan, h)
 		x.seq = max(x.seq, seq)
-	default:
-		c, i := p.win.at(o, true)
-		var f *audit.FanOut
-		if h.fan.Seen > 0 {
-			f = c.fanOut(i)
+		return
+	case o >= p.end:
+		if p.aheadSeq == 0 || o < p.aheadFrom {
+			p.aheadFrom = o
 		}
-		merge(&c.marks[i], f, h)
+		p.aheadSeq = max(p.aheadSeq, seq)
 	}
+	c, i := p.win.at(o, true)
+	var f *audit.FanOut
+	if h.fan.Seen > 0 {
+		f = c.fanOut(i)
+	}
+	merge(&c.marks[i], f, h)
 }
 
 // merge adds h's marks and fan-out to m and f (f nil: h has none).
@@ -264,27 +283,20 @@ type fence struct {
 	outStart, outEnd map[tp]int64
 }
 
-// placed applies fence f to the state: new partitions are added (their
-// readers start at the returned offsets), what was held for want of a
-// fence is placed, positions move past what retention deleted.
-func (s *state) placed(f *fence) (newSources, newOutputs map[tp]int64) {
-	newSources, newOutputs = map[tp]int64{}, map[tp]int64{}
+// placed applies fence f to the state: new partitions are added, what
+// was held for want of a fence is placed, positions move past what
+// retention deleted.
+func (s *state) placed(f *fence) {
 	for _, at := range slices.SortedFunc(maps.Keys(f.srcEnd), compareTP) {
 		p := s.parts[at]
 		if p == nil {
 			p = s.addPart(at, f.srcStart[at])
-			newSources[at] = p.pos
 		}
 		p.end = max(p.end, f.srcEnd[at])
 		p.pos = max(p.pos, f.srcStart[at])
 	}
 	for at := range f.outEnd {
-		start := f.outStart[at]
-		if _, ok := s.outPos[at]; !ok {
-			s.outPos[at] = start
-			newOutputs[at] = start
-		}
-		s.outPos[at] = max(s.outPos[at], start)
+		s.outPos[at] = max(s.outPos[at], f.outStart[at])
 	}
 	keep := s.unknown[:0]
 	for _, u := range s.unknown {
@@ -301,22 +313,51 @@ func (s *state) placed(f *fence) (newSources, newOutputs map[tp]int64) {
 	}
 	s.unknown = keep
 	for _, p := range s.parts {
-		for o, h := range p.ahead {
-			if h.seq > f.seq {
-				continue
-			}
-			delete(p.ahead, o)
-			if o >= p.end {
-				// Nothing at o when this fence read the source's end,
-				// after the output naming it was read.
-				p.rep.Unexpected++
-				s.m.unexpected.WithLabelValues(p.labels()...).Inc()
-				continue
-			}
-			s.count(p, o, *h, h.seq)
-		}
+		s.placeAhead(p, f)
 	}
-	return newSources, newOutputs
+}
+
+// placeAhead settles the marks of p's offsets past its end once a fence
+// taken after they were read (f) says where the end is: those still past
+// it name no record, and are unexpected.
+func (s *state) placeAhead(p *srcPart, f *fence) {
+	if p.aheadSeq != 0 && p.aheadSeq <= f.seq {
+		for o := max(p.aheadFrom, p.end); ; {
+			c, i := p.win.at(o, false)
+			if c == nil {
+				if o-p.win.base >= int64(len(p.win.chunks))<<chunkShift {
+					break
+				}
+				o = (o | (chunkSize - 1)) + 1
+				continue
+			}
+			for ; i < chunkSize; i, o = i+1, o+1 {
+				if c.marks[i] == 0 && c.fanAt(i).Seen == 0 {
+					continue
+				}
+				n := c.marks[i].Outputs() + c.marks[i].DeadLetters()
+				p.rep.Unexpected += n
+				s.m.unexpected.WithLabelValues(p.labels()...).Add(float64(n))
+				c.marks[i] = 0
+				if c.fan != nil {
+					c.fan[i] = audit.FanOut{}
+				}
+			}
+		}
+		p.aheadSeq = 0
+	}
+	for o, h := range p.far {
+		if h.seq > f.seq {
+			continue
+		}
+		delete(p.far, o)
+		if o >= p.end {
+			p.rep.Unexpected += h.marks.Outputs() + h.marks.DeadLetters()
+			s.m.unexpected.WithLabelValues(p.labels()...).Add(float64(h.marks.Outputs() + h.marks.DeadLetters()))
+			continue
+		}
+		s.count(p, o, *h, h.seq)
+	}
 }
 
 // settled says whether fence f can be judged: every reader is at its
@@ -365,26 +406,38 @@ func (s *state) judge(f *fence) {
 	}
 }
 
-// bounds returns how far each reader needs to read for fence f: the
-// source partitions to their spso (none past what is judged when the
-// group has none), the outputs and dead letters to their end.
-func (s *state) bounds(f *fence) (src, out map[tp]int64) {
+// bounds returns how far each reader needs to read for fence f, and for
+// the fence reached before it (nil: none): the source partitions to their
+// spso (none past what is judged when the group has none), the outputs
+// and dead letters to f's ends.
+func (s *state) bounds(f, reached *fence) (src, out map[tp]int64) {
 	src = map[tp]int64{}
 	for at, p := range s.parts {
 		src[at] = p.judged
-		if spso, ok := f.spso[at]; ok {
-			src[at] = max(src[at], spso)
+		for _, g := range []*fence{f, reached} {
+			if spso, ok := g.spsoOf(at); ok {
+				src[at] = max(src[at], spso)
+			}
 		}
 	}
 	return src, f.outEnd
 }
 
+// spsoOf is partition at's start offset at fence f (a nil f has none).
+func (f *fence) spsoOf(at tp) (int64, bool) {
+	if f == nil {
+		return 0, false
+	}
+	o, ok := f.spso[at]
+	return o, ok
+}
+
 // heldBytes is the memory the state holds for unjudged offsets: the
-// windows, and the offsets held ahead.
+// windows, and the marks held far ahead.
 func (s *state) heldBytes() int {
 	n := 0
 	for _, p := range s.parts {
-		n += p.win.bytes() + len(p.ahead)*48
+		n += p.win.bytes() + len(p.far)*64
 	}
 	return n
 }

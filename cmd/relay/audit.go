@@ -50,7 +50,7 @@ func runAudit(parent context.Context, c *command, args []string, stdout, stderr 
 	fs.StringVar(&f.checkpointFile, "checkpoint-file", "", "keep the checkpoint in this `file` instead of a topic")
 	fs.BoolVar(&f.noCheckpoint, "no-checkpoint", false, "keep no checkpoint: start from the beginning (or --from-end) every time")
 	fs.BoolVar(&f.fromEnd, "from-end", false, "with no checkpoint, start at the topics' current ends instead of the sources' start")
-	fs.BoolVar(&f.once, "once", false, "judge up to one fence, print the report and exit (0 when exact, or only duplicates of an at-least-once pipeline)")
+	fs.BoolVar(&f.once, "once", false, "judge every record acknowledged by now, print the report and exit (0 when exact, or only duplicates of an at-least-once pipeline)")
 	fs.BoolVar(&f.asJSON, "json", false, "with --once, print the report as JSON")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "with --once, give up after this long")
 	fs.StringVar(&f.level, "log-level", "info", "log `level`: debug, info, warn, error")
@@ -163,7 +163,7 @@ func serveAudit(ctx context.Context, a *live.Auditor, srv *metrics.Server) error
 	return nil
 }
 
-// auditOnce is relay audit --once: judge up to one fence, print the
+// auditOnce is relay audit --once: judge up to the first fence, print the
 // report.
 func auditOnce(ctx context.Context, a *live.Auditor, srv *metrics.Server, f auditFlags, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)

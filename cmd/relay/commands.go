@@ -158,15 +158,16 @@ cluster, the outputs, dead letters and ledger on the sink cluster.
 		summary:  "audit a running pipeline continuously: relay verify's verdict as metrics",
 		about: `Runs beside the relay and judges every source record as relay verify
 would, once it has settled: once the share group has acknowledged it and
-every transaction that could still write its outputs has ended. It never
-judges a record in flight. Its counters — records judged, lost,
-duplicated, incomplete, unexpected, dead-lettered, filtered — and its lag
-are served on --listen (/metrics, /healthz, /readyz). It resumes from a
-checkpoint (a compacted topic <pipeline>.audit on the sink cluster, or
+every transaction that could still write its outputs has ended
+(docs/operations.md, "Live audit", states the rule). It never judges a
+record in flight. Its counters — records judged, lost, duplicated,
+incomplete, unexpected, dead-lettered, filtered — and its lag are served
+on --listen (/metrics, /healthz, /readyz). It resumes from a checkpoint (a
+compacted topic <pipeline>.audit on the sink cluster, or
 --checkpoint-file), so its counters continue across restarts. It writes
 nothing but the checkpoint. On SIGTERM or SIGINT it writes the checkpoint
-and exits 0. With --once it judges up to one fence, prints a report like
-relay verify's and exits.
+and exits 0. With --once it judges what is acknowledged by now, prints a
+report like relay verify's and exits.
 
 ` + fileNote,
 		exit0:    "stopped cleanly on SIGTERM or SIGINT; with --once, exact (or only the duplicates at-least-once allows)",

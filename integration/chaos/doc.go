@@ -6,11 +6,12 @@
 //
 // # Running it
 //
-//	go test -count=1 -run '^TestChaos' -v ./integration/chaos/             # the catalogue (make chaos)
+//	CHAOS_LONG=1 go test -count=1 -run '^TestChaos' -v ./integration/chaos/   # the catalogue (make chaos)
 //	go test -count=1 -run '^TestChaosRelayHardBounce$' -v ./integration/chaos/
 //	CHAOS_SEED=1234 go test -count=1 -run '^TestChaosNemesis$' ./integration/chaos/   # replay a schedule
 //	CHAOS_RECORDS=1000000 CHAOS_NEMESIS=20m go test -count=1 -timeout 3h -run '^TestChaosNemesis$' ./integration/chaos/   # make soak
 //	CHAOS_NODES=3 CHAOS_RECORDS=1000000 CHAOS_NEMESIS=20m go test -count=1 -timeout 3h -run '^TestChaosNemesis$' ./integration/chaos/   # make soak-cluster
+//	CHAOS_LONG=1 CHAOS_RECORDS=1000000 CHAOS_NEMESIS=20m go test -count=1 -timeout 3h -run '^TestChaosCrossClusterNemesis$' ./integration/chaos/   # make soak-cross
 //
 // Environment:
 //
@@ -18,6 +19,7 @@
 //	CHAOS_RECORDS      records per scenario (default 100,000)
 //	CHAOS_NEMESIS      duration of the nemesis scenario (default 3m)
 //	CHAOS_NODES        3 runs the nemesis scenario on the local three-node cluster (default 1: the single broker)
+//	CHAOS_LONG         1 runs the scenarios too long for every CI run (make chaos sets it; CI runs a short twin of each)
 //	CHAOS_REPORT       write the per-scenario report there: JSON if the name ends in .json, else markdown
 //	CHAOS_KEEP         keep relay logs and configs even when the scenario passes
 //	CHAOS_BATCH_BYTES  batch size of the seeding producer (default 16 KiB, the Java producer's default)
@@ -43,6 +45,16 @@
 //     relay bootstrapped through proxy i keeps every connection on proxy i
 //     after the first metadata refresh. A network fault can therefore hit
 //     one relay, or all of them, and never the checker.
+//
+// The cross-cluster scenarios (needCross: 15 to 17) add a second single
+// node beside that one, a KRaft cluster of its own with the same
+// listeners and its own proxies per relay slot, as the pipeline's source
+// cluster: the source topic and the share group live there, the outputs,
+// dead letters and claim ledger on the first node, the sink. The pipeline
+// file sets source.cluster.brokers: ["${CHAOS_SOURCE_BROKERS}"], which
+// each relay process takes from its slot's proxies to the source, so a
+// network fault can cut a relay off from one cluster while the other stays
+// in reach. The second node is parked while any other scenario runs.
 //
 // The scenarios that need it (needCluster: scenario 14, and 10 with
 // CHAOS_NODES=3) run on a local three-node KRaft cluster instead
@@ -70,8 +82,8 @@
 // SIGKILLed process is lost).
 //
 // With KAFKA_BOOTSTRAP_SERVERS set (an external cluster), the relays
-// connect to it directly; scenarios that need network faults (6, 10, 14)
-// or to kill the broker (4, 10, 11, 14) are skipped with the reason — not failed, even
+// connect to it directly; scenarios that need network faults (6, 10, 14,
+// 15, 16) or to kill the broker (4, 10, 11, 14, 15, 16) are skipped with the reason — not failed, even
 // with SHARERELAY_REQUIRE_BROKER=1, because the operator chose a cluster the
 // harness cannot proxy or restart. Without it, a broker that cannot start
 // skips the suite, or fails it with SHARERELAY_REQUIRE_BROKER=1 (as in CI).
@@ -111,7 +123,9 @@
 //     outputs, the dead letters and the ledger, three checks in a row;
 //     then stops the relays with SIGTERM and checks again;
 //  7. runs the verifier — audit.Verify, the checker behind `relay verify
-//     -c`, over the direct listener — and fails on any lost, duplicated or
+//     -c`, over the direct listener; across two clusters `relay verify`
+//     itself, the binary, on the pipeline file with each cluster's direct
+//     listener — and fails on any lost, duplicated or
 //     unexpected record, a record both in the output and the dead letters,
 //     a wrong dead-letter count, an invariant violation counted by a relay,
 //     or an aborted read. Aborted writes (records in aborted transactions,
@@ -262,6 +276,34 @@
 //     it, often a node with a role) while the cluster keeps it
 //     ("isolate-node"). make soak-cluster runs it for 1,000,000 records
 //     and 20 minutes.
+//  15. CrossClusterCI — scenario 10 across two clusters (the source topic
+//     and the share group on one single node, outputs, dead letters and
+//     ledger on another), sized for every CI run (24,000 records, 40 s of
+//     faults). Network faults go toward one cluster at a time (EndTxn
+//     cuts toward the sink, where the transactions are), and instead of
+//     broker bounces every relay is now and then cut off from one whole
+//     cluster ("isolate-cluster"). The brokers get a nemesis of their
+//     own, one broker down at a time: each cluster's broker killed -9
+//     once, in a random order, at about 15% and 45% of the faults, then
+//     one every 30–60 s while 30 s remain (kill -9 two times in three,
+//     else a clean restart). The window a second cluster opens is a
+//     transaction committed on the sink whose acknowledgements never
+//     reach the source: the records come back and the ledger must show
+//     them committed. The verdict is `relay verify` across the clusters
+//     and the concurrent reader; the report counts faults per cluster
+//     (network=[source: …; sink: …], broker-kill9=[source: …; sink: …])
+//     and says clusters=2.
+//  16. CrossClusterNemesis — scenario 15 at CHAOS_RECORDS records (at
+//     least 100,000) for CHAOS_NEMESIS (3 min by default); only with
+//     CHAOS_LONG=1 (make chaos), as CI runs scenario 15. make soak-cross
+//     runs it for 1,000,000 records and 20 minutes.
+//  17. CrossClusterVerifierCatchesDuplicates — scenario 15's verdict shown
+//     to fail on its own window: at-least-once, 6,000 records, relays r0
+//     and r1 each killed once by after-commit-before-ack@3 (outputs
+//     committed on the sink, acknowledgements never sent to the source).
+//     relay verify across the clusters must report the redelivered
+//     records duplicated, and the concurrent reader must have seen them
+//     twice. In every CI run.
 //     (ZombieStalledCommit, a zombie frozen just before its commit, runs
 //     with scenario 5.)
 //
@@ -344,7 +386,7 @@
 // workers (the nemesis three of three) on three source partitions. The
 // harness is race-checked; the relay binary is not. `make soak` runs the
 // nemesis for 1,000,000 records and 20 minutes, `make soak-cluster` the
-// same on the three-node cluster.
+// same on the three-node cluster, `make soak-cross` across two clusters.
 //
 // The seeding producer writes 16 KiB batches (the Java producer's
 // default; CHAOS_BATCH_BYTES changes it). A share fetch that acquired

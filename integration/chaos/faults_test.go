@@ -24,94 +24,126 @@ const (
 // is healthy and says so in metadata.
 const toxIsolate = "isolate-node"
 
-// activeToxic is a toxic on the proxy of relay slot slot to node node+1.
+// toxIsolateCluster cuts every relay off from one of the two clusters of
+// a cross-cluster scenario (a blackhole on all their proxies to it) while
+// the other stays in reach: toward the source, acknowledgements of
+// transactions committed on the sink are lost; toward the sink, records
+// acquired from the source wait for commits that cannot happen.
+const toxIsolateCluster = "isolate-cluster"
+
+// activeToxic is a toxic on the proxy of relay slot slot to node node+1 of
+// env e.
 type activeToxic struct {
+	e          *env
 	slot, node int
 	name       string
 }
 
+func (a activeToxic) key() string {
+	return fmt.Sprintf("%s/%d/%d/%s", a.e.role, a.slot, a.node, a.name)
+}
+
 // proxyTargets returns the indexes of relay slot slot's proxies to node
-// (a node id), or to every node when node is 0.
-func (s *scenario) proxyTargets(slot int, node int32) []int {
+// (a node id) of e, or to every node when node is 0.
+func proxyTargets(e *env, slot int, node int32) []int {
 	if node > 0 {
 		return []int{int(node) - 1}
 	}
-	out := make([]int, len(s.env.proxies[slot]))
+	out := make([]int, len(e.proxies[slot]))
 	for j := range out {
 		out[j] = j
 	}
 	return out
 }
 
-// addToxic adds a toxic to the proxies of relay slot i (to every node).
+// addToxic adds a toxic to the proxies of relay slot i to the sink (to
+// every node).
 func (s *scenario) addToxic(slot int, name, typ, stream string, attrs map[string]any) error {
-	return s.addToxicTo(slot, 0, name, typ, stream, attrs)
+	return s.addToxicTo(s.env, slot, 0, name, typ, stream, attrs)
 }
 
-// addToxicTo adds a toxic to relay slot i's proxy to node (a node id), or
-// to all its proxies when node is 0.
-func (s *scenario) addToxicTo(slot int, node int32, name, typ, stream string, attrs map[string]any) error {
+// addToxicTo adds a toxic to relay slot i's proxy to node (a node id) of
+// e, or to all its proxies to e when node is 0.
+func (s *scenario) addToxicTo(e *env, slot int, node int32, name, typ, stream string, attrs map[string]any) error {
 	body, _ := json.Marshal(map[string]any{"name": name, "type": typ, "stream": stream, "toxicity": 1.0, "attributes": attrs})
-	for _, j := range s.proxyTargets(slot, node) {
-		if _, err := s.env.proxies[slot][j].Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
-			return fmt.Errorf("adding toxic %s to proxy %d of node %d: %w", name, slot, j+1, err)
+	for _, j := range proxyTargets(e, slot, node) {
+		if _, err := e.proxies[slot][j].Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
+			return fmt.Errorf("adding toxic %s to proxy %d of %s node %d: %w", name, slot, e.role, j+1, err)
 		}
+		a := activeToxic{e, slot, j, name}
 		s.faultMu.Lock()
-		s.toxics[fmt.Sprintf("%d/%d/%s", slot, j, name)] = activeToxic{slot, j, name}
+		s.toxics[a.key()] = a
 		s.faultMu.Unlock()
 	}
 	return nil
 }
 
-// removeToxic removes a toxic from every proxy of relay slot i that has it.
-func (s *scenario) removeToxic(slot int, name string) {
-	for j := range s.env.proxies[slot] {
+// removeToxic removes a toxic from every proxy of relay slot i to the sink
+// that has it.
+func (s *scenario) removeToxic(slot int, name string) { s.removeToxicOn(s.env, slot, name) }
+
+// removeToxicOn removes a toxic from every proxy of relay slot i to e
+// that has it.
+func (s *scenario) removeToxicOn(e *env, slot int, name string) {
+	for j := range e.proxies[slot] {
+		key := activeToxic{e, slot, j, name}.key()
 		s.faultMu.Lock()
-		key := fmt.Sprintf("%d/%d/%s", slot, j, name)
 		_, ok := s.toxics[key]
 		delete(s.toxics, key)
 		s.faultMu.Unlock()
 		if ok {
-			_ = s.env.proxies[slot][j].Toxics.RemoveToxic(context.Background(), name)
+			_ = e.proxies[slot][j].Toxics.RemoveToxic(context.Background(), name)
 		}
 	}
 }
 
-// netFault applies a network fault of kind to the proxies of slots for d,
-// then heals it. It blocks for d.
+// netFault applies a network fault of kind to the proxies of slots to the
+// sink for d, then heals it. It blocks for d.
 func (s *scenario) netFault(kind string, slots []int, d time.Duration) {
-	s.netFaultTo(kind, kind, slots, 0, d)
+	s.netFaultTo(s.env, kind, kind, slots, 0, d)
 }
 
 // netFaultTo applies a network fault of kind to the slots' proxies to node
-// (every node when 0) for d, counted as what, then heals it. It blocks for
-// d.
-func (s *scenario) netFaultTo(what, kind string, slots []int, node int32, d time.Duration) {
-	s.count(func(r *result) { r.Toxics[what]++ })
-	if node > 0 {
-		s.t.Logf("network fault %s on relays %v toward node %d for %s", what, slots, node, d.Round(time.Millisecond))
+// of e (every node when 0) for d, counted as what, then heals it. It
+// blocks for d. In a cross-cluster scenario the relays' path to the other
+// cluster stays healthy.
+func (s *scenario) netFaultTo(e *env, what, kind string, slots []int, node int32, d time.Duration) {
+	source := s.cross() && e == s.src
+	s.count(func(r *result) { r.networkFaults(source)[what]++ })
+	s.faultMu.Lock()
+	if source {
+		s.toward[0]++
 	} else {
-		s.t.Logf("network fault %s on relays %v for %s", what, slots, d.Round(time.Millisecond))
+		s.toward[1]++
 	}
+	s.faultMu.Unlock()
+	toward := ""
+	if s.cross() {
+		toward = " toward the " + e.role + " cluster"
+	}
+	if node > 0 {
+		toward += fmt.Sprintf(" toward node %d", node)
+	}
+	s.t.Logf("network fault %s on relays %v%s for %s", what, slots, toward, d.Round(time.Millisecond))
 	var names []string
 	for _, i := range slots {
 		switch kind {
 		case toxReset:
-			s.tryToxic(i, node, "reset-up", "reset_peer", "upstream", map[string]any{"timeout": 0})
-			s.tryToxic(i, node, "reset-down", "reset_peer", "downstream", map[string]any{"timeout": 0})
+			s.tryToxic(e, i, node, "reset-up", "reset_peer", "upstream", map[string]any{"timeout": 0})
+			s.tryToxic(e, i, node, "reset-down", "reset_peer", "downstream", map[string]any{"timeout": 0})
 			names = []string{"reset-up", "reset-down"}
 		case toxLatency:
 			// Above franz-go's request timeout overhead (10 s): every
 			// request through the proxy times out meanwhile.
-			s.tryToxic(i, node, "latency", "latency", "downstream", map[string]any{"latency": 12_000, "jitter": 500})
+			s.tryToxic(e, i, node, "latency", "latency", "downstream", map[string]any{"latency": 12_000, "jitter": 500})
 			names = []string{"latency"}
 		case toxBlackhole:
-			s.tryToxic(i, node, "blackhole-up", "timeout", "upstream", map[string]any{"timeout": 0})
-			s.tryToxic(i, node, "blackhole-down", "timeout", "downstream", map[string]any{"timeout": 0})
+			s.tryToxic(e, i, node, "blackhole-up", "timeout", "upstream", map[string]any{"timeout": 0})
+			s.tryToxic(e, i, node, "blackhole-down", "timeout", "downstream", map[string]any{"timeout": 0})
 			names = []string{"blackhole-up", "blackhole-down"}
 		case toxDown:
-			for _, j := range s.proxyTargets(i, node) {
-				s.env.proxies[i][j].Stop()
+			for _, j := range proxyTargets(e, i, node) {
+				e.proxies[i][j].Stop()
 			}
 		default:
 			panic("unknown network fault " + kind)
@@ -120,23 +152,23 @@ func (s *scenario) netFaultTo(what, kind string, slots []int, node int32, d time
 	s.sleep(d)
 	for _, i := range slots {
 		if kind == toxDown {
-			for _, j := range s.proxyTargets(i, node) {
-				if err := s.env.proxies[i][j].Start(); err != nil {
-					s.t.Errorf("restarting proxy %d to node %d: %v", i, j+1, err)
+			for _, j := range proxyTargets(e, i, node) {
+				if err := e.proxies[i][j].Start(); err != nil {
+					s.t.Errorf("restarting proxy %d to %s node %d: %v", i, e.role, j+1, err)
 				}
 			}
 			continue
 		}
 		for _, n := range names {
-			s.removeToxic(i, n)
+			s.removeToxicOn(e, i, n)
 		}
 	}
 }
 
 // tryToxic is addToxicTo reporting errors without stopping the test (it
 // may run on a nemesis goroutine).
-func (s *scenario) tryToxic(slot int, node int32, name, typ, stream string, attrs map[string]any) {
-	if err := s.addToxicTo(slot, node, name, typ, stream, attrs); err != nil {
+func (s *scenario) tryToxic(e *env, slot int, node int32, name, typ, stream string, attrs map[string]any) {
+	if err := s.addToxicTo(e, slot, node, name, typ, stream, attrs); err != nil {
 		s.t.Error(err)
 	}
 }
@@ -211,34 +243,45 @@ func (s *scenario) pauseRelay(i int, d time.Duration) {
 // and a clean shutdown), waits down, and starts it again on the same data
 // directory and ports. The cluster's nodes have nodeFault instead.
 func (s *scenario) bounceBroker(hard bool, down time.Duration) error {
-	b := s.env.broker
+	return s.bounce(s.env, hard, down)
+}
+
+// bounce is bounceBroker on the single broker of e: the sink's, or in a
+// cross-cluster scenario the source's.
+func (s *scenario) bounce(e *env, hard bool, down time.Duration) error {
+	b := e.broker
 	if b == nil {
 		return fmt.Errorf("bounceBroker needs the single broker; a cluster's nodes fail one at a time (nodeFault)")
 	}
+	source := s.cross() && e == s.src
 	start := time.Now()
 	var err error
 	if hard {
 		err = b.Kill()
-		s.count(func(r *result) { r.BrokerKills++ })
+		s.count(func(r *result) { *r.brokerCount(source, true)++ })
 	} else {
 		err = b.Stop()
-		s.count(func(r *result) { r.BrokerStops++ })
+		s.count(func(r *result) { *r.brokerCount(source, false)++ })
 	}
 	if err != nil {
-		return fmt.Errorf("stopping the broker: %w", err)
+		return fmt.Errorf("stopping the %s broker: %w", e.role, err)
 	}
 	stopped := time.Since(start)
 	time.Sleep(down)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := b.Start(ctx); err != nil {
-		return fmt.Errorf("restarting the broker: %w", err)
+		return fmt.Errorf("restarting the %s broker: %w", e.role, err)
 	}
 	how := "clean stop (SIGTERM)"
 	if hard {
 		how = "kill -9"
 	}
-	s.t.Logf("broker %s in %s, down %s, back after %s in total", how, stopped.Round(time.Millisecond), down.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	which := "broker"
+	if s.cross() {
+		which = e.role + " broker"
+	}
+	s.t.Logf("%s %s in %s, down %s, back after %s in total", which, how, stopped.Round(time.Millisecond), down.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -258,11 +301,14 @@ func (s *scenario) healAll() {
 		}
 		return
 	}
-	if s.env.local && !s.env.broker.Running() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		if err := s.env.broker.Start(ctx); err != nil {
-			s.t.Fatalf("restarting the broker: %v", err)
+	for _, e := range s.envs() {
+		if e.local && !e.broker.Running() {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			err := e.broker.Start(ctx)
+			cancel()
+			if err != nil {
+				s.t.Fatalf("restarting the %s broker: %v", e.role, err)
+			}
 		}
 	}
 }
@@ -275,15 +321,17 @@ func (s *scenario) healAllQuiet() {
 	s.paused = map[*relay]bool{}
 	s.faultMu.Unlock()
 	for _, tx := range toxics {
-		_ = s.env.proxies[tx.slot][tx.node].Toxics.RemoveToxic(context.Background(), tx.name)
+		_ = tx.e.proxies[tx.slot][tx.node].Toxics.RemoveToxic(context.Background(), tx.name)
 	}
-	for _, ps := range s.env.proxies {
-		for _, px := range ps {
-			px.Lock()
-			enabled := px.Enabled
-			px.Unlock()
-			if !enabled {
-				_ = px.Start()
+	for _, e := range s.envs() {
+		for _, ps := range e.proxies {
+			for _, px := range ps {
+				px.Lock()
+				enabled := px.Enabled
+				px.Unlock()
+				if !enabled {
+					_ = px.Start()
+				}
 			}
 		}
 	}

@@ -75,21 +75,27 @@ func recordsDefault() int {
 // scenario is one chaos run: a pipeline, its relays, the faults and the
 // verdict.
 type scenario struct {
-	t     *testing.T
-	name  string
-	env   *env
-	o     opts
-	seed  uint64
-	rng   *rand.Rand
-	rngMu sync.Mutex
-	dir   string // logs and configs; kept when the test fails
-	began time.Time
+	t    *testing.T
+	name string
+	// env is where the relays write (outputs, dead letters, ledger)
+	// and src where they read (the source topic and the share group):
+	// the same env but in the cross-cluster scenarios (needCross).
+	env, src *env
+	o        opts
+	seed     uint64
+	rng      *rand.Rand
+	rngMu    sync.Mutex
+	dir      string // logs and configs; kept when the test fails
+	began    time.Time
 
 	// p is the pipeline: its topics, group, ledger and file.
 	p *harness.Pipeline
 
+	// adm and admCl talk to env; srcAdm to src (adm itself when they
+	// are one cluster).
 	adm    *kadm.Client
 	admCl  *kgo.Client
+	srcAdm *kadm.Client
 	relays []*relay
 	reader *committedReader
 	// auditor is the live auditor, when opts.Audit.
@@ -113,6 +119,9 @@ type scenario struct {
 	// partition (restartStalledBroker), at most maxStallRestarts a
 	// scenario.
 	stallRestarts int
+	// toward counts the network faults toward the source (0) and the
+	// sink (1) of a cross-cluster scenario, for side to even them out.
+	toward [2]int
 }
 
 // maxStallRestarts bounds the broker restarts a scenario makes for stalled
@@ -151,7 +160,7 @@ var (
 // pipeline file. It does not seed records or start relays.
 func newScenario(t *testing.T, n needs, o opts) *scenario {
 	t.Helper()
-	e := chaosEnv(t, n)
+	e, src := chaosEnv(t, n)
 	if o.Records == 0 {
 		o.Records = recordsDefault()
 	}
@@ -188,7 +197,7 @@ func newScenario(t *testing.T, n needs, o opts) *scenario {
 	if o.Transforms == "" {
 		o.Transforms = "[]"
 	}
-	s := &scenario{t: t, name: strings.TrimPrefix(t.Name(), "TestChaos"), env: e, o: o, began: time.Now(),
+	s := &scenario{t: t, name: strings.TrimPrefix(t.Name(), "TestChaos"), env: e, src: src, o: o, began: time.Now(),
 		stopCh: make(chan struct{}), toxics: make(map[string]activeToxic), paused: make(map[*relay]bool)}
 	s.seed = chaosSeed()
 	s.rng = rand.New(rand.NewPCG(s.seed, 0x5eed))
@@ -230,13 +239,24 @@ func newScenario(t *testing.T, n needs, o opts) *scenario {
 			"share.delivery.count.limit":    strconv.Itoa(o.DeliveryLimit),
 		},
 	})
+	if err == nil && s.cross() {
+		err = moveSource(ctx, s.p, e.direct, src.direct, o.Partitions)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.admCl, err = kgo.NewClient(kgo.SeedBrokers(e.direct...), kgo.RetryTimeout(30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	s.adm = kadm.NewClient(s.admCl)
+	s.adm, s.srcAdm = kadm.NewClient(s.admCl), kadm.NewClient(s.admCl)
+	if s.cross() {
+		srcCl, err := kgo.NewClient(kgo.SeedBrokers(src.direct...), kgo.RetryTimeout(30*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(srcCl.Close)
+		s.srcAdm = kadm.NewClient(srcCl)
+	}
 	if o.OutputMaxBytes > 0 {
 		v := strconv.Itoa(o.OutputMaxBytes)
 		resp, err := s.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "max.message.bytes", Value: &v}}, s.p.Output)
@@ -250,7 +270,10 @@ func newScenario(t *testing.T, n needs, o opts) *scenario {
 	t.Cleanup(s.admCl.Close)
 	s.res = &result{Scenario: s.name, Seed: s.seed, Records: o.Records, Relays: o.Relays, Workers: o.Workers,
 		Partitions: int(o.Partitions), Delivery: o.Delivery, Toxics: map[string]int{},
-		Nodes: max(1, len(e.nodes())), NodeFaults: map[string]int{}, NodeRoles: map[string]int{}}
+		Nodes: max(1, len(e.nodes())), NodeFaults: map[string]int{}, NodeRoles: map[string]int{}, Clusters: 1}
+	if s.cross() {
+		s.res.Clusters, s.res.SourceToxics = 2, map[string]int{}
+	}
 	for i := 0; i < o.Relays; i++ {
 		s.relays = append(s.relays, &relay{s: s, slot: i, name: fmt.Sprintf("r%d", i)})
 	}
@@ -295,7 +318,7 @@ func (s *scenario) seedRange(from, to int) {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	err := s.orders().Seed(ctx, s.env.direct, from, to,
+	err := s.orders().Seed(ctx, s.src.direct, from, to,
 		kgo.MaxBufferedRecords(50_000), kgo.RecordDeliveryTimeout(2*time.Minute), kgo.ProducerBatchMaxBytes(int32(s.batchBytes())))
 	if err != nil {
 		s.t.Fatal(err)
@@ -309,7 +332,7 @@ func (s *scenario) stream(from, to int, d time.Duration) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		cl, err := kgo.NewClient(kgo.SeedBrokers(s.env.direct...), kgo.ProducerLinger(5*time.Millisecond),
+		cl, err := kgo.NewClient(kgo.SeedBrokers(s.src.direct...), kgo.ProducerLinger(5*time.Millisecond),
 			kgo.RecordDeliveryTimeout(5*time.Minute), kgo.ProducerBatchMaxBytes(int32(s.batchBytes())))
 		if err != nil {
 			s.t.Error(err)
@@ -378,7 +401,7 @@ func (s *scenario) reseed(failed map[int]error) error {
 		break
 	}
 	missing := maps.Clone(failed)
-	err := readTopic(ctx, s.env.direct, s.p.Source, func(r *kgo.Record) {
+	err := readTopic(ctx, s.src.direct, s.p.Source, func(r *kgo.Record) {
 		var v struct {
 			OrderID int `json:"order_id"`
 		}
@@ -390,7 +413,7 @@ func (s *scenario) reseed(failed map[int]error) error {
 		return fmt.Errorf("looking up %d orders the stream failed to write (%v): %w", len(failed), sample, err)
 	}
 	s.t.Logf("the stream's producer failed %d orders (e.g. %v); %d of them are not in the source: writing those again", len(failed), sample, len(missing))
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.env.direct...), kgo.RecordDeliveryTimeout(2*time.Minute))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.src.direct...), kgo.RecordDeliveryTimeout(2*time.Minute))
 	if err != nil {
 		return err
 	}
@@ -432,7 +455,7 @@ func (s *scenario) startAll() {
 
 // lag returns the share group's total lag, or -1 when unknown.
 func (s *scenario) lag(ctx context.Context) int64 {
-	l, err := audit.ShareGroupLag(ctx, s.adm, s.p.Group, s.p.Source)
+	l, err := audit.ShareGroupLag(ctx, s.srcAdm, s.p.Group, s.p.Source)
 	if err != nil {
 		return -1
 	}
@@ -577,7 +600,7 @@ func (s *scenario) quiesce(d time.Duration) {
 func (s *scenario) restartStalledBroker(lag int64) {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	o, err := s.adm.DescribeShareGroupOffsets(ctx, s.p.Group)
+	o, err := s.srcAdm.DescribeShareGroupOffsets(ctx, s.p.Group)
 	cancel()
 	var parts []string
 	for _, g := range o {
@@ -594,7 +617,7 @@ func (s *scenario) restartStalledBroker(lag int64) {
 	if s.env.cluster != nil {
 		err = s.restartStalledLeader(o)
 	} else {
-		err = s.bounceBroker(false, 0)
+		err = s.bounce(s.src, false, 0) // the share partitions live on the source
 	}
 	if err != nil {
 		s.t.Fatalf("restarting the broker after a share-partition stall: %v", err)
@@ -678,7 +701,7 @@ func (s *scenario) teardown() {
 func (s *scenario) dumpState() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if l, err := audit.ShareGroupLag(ctx, s.adm, s.p.Group, s.p.Source); err == nil {
+	if l, err := audit.ShareGroupLag(ctx, s.srcAdm, s.p.Group, s.p.Source); err == nil {
 		s.t.Logf("share group lag per partition: %v", l)
 	} else {
 		s.t.Logf("share group lag: %v", err)
@@ -701,8 +724,10 @@ func (s *scenario) dumpState() {
 		}
 		s.t.Logf("---- stall diagnosis: relay %s#%d goroutines in package relay ----\n%s---- end of stall diagnosis ----", r.name, inc.n, st)
 	}
-	for _, b := range s.env.nodes() {
-		s.t.Logf("node %s running: %v, log %s", b.Addr(), b.Running(), b.LogPath())
+	for _, e := range s.envs() {
+		for _, b := range e.nodes() {
+			s.t.Logf("%s node %s running: %v, log %s", e.role, b.Addr(), b.Running(), b.LogPath())
+		}
 	}
 	if c := s.env.cluster; c != nil {
 		short, err := c.UnderReplicated(ctx)
@@ -711,9 +736,15 @@ func (s *scenario) dumpState() {
 }
 
 // verify runs the pipeline verifier (audit.Verify, the checker behind
-// `relay verify -c`) on the direct listener and judges it.
+// `relay verify -c`) on the direct listener and judges it; across two
+// clusters, `relay verify` itself (relayVerify).
 func (s *scenario) verify() *audit.Report {
 	s.t.Helper()
+	if s.cross() {
+		rep := s.relayVerify()
+		s.res.fromReport(rep)
+		return rep
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ledger := s.p.Ledger

@@ -64,6 +64,10 @@ type env struct {
 	// parked is set while the env is stopped because a scenario needed
 	// the other one (one at a time on two cores).
 	parked bool
+	// role names the env in logs: "sink" (the single node or the
+	// cluster every scenario runs on) or "source" (the second single
+	// node of the cross-cluster scenarios).
+	role string
 }
 
 // nodes returns the local nodes, node id j+1 at index j.
@@ -99,6 +103,11 @@ const (
 	// min.insync.replicas 2) instead of the single node, with its
 	// nodes to kill, stop and pause.
 	needCluster
+	// needCross: a second single node, a KRaft cluster of its own with
+	// its own proxies per relay slot, as the source cluster (the source
+	// topic and the share group), next to the single node as the sink
+	// (outputs, dead letters, ledger). Not with needCluster.
+	needCross
 )
 
 // The local envs, started on first use. At most one runs at a time: a
@@ -107,12 +116,19 @@ var (
 	envMu   sync.Mutex
 	envs    = map[bool]*env{} // by cluster
 	envErrs = map[bool]error{}
+	// sourceEnv is the cross-cluster scenarios' source cluster. It runs
+	// beside the single node (which is their sink) and is parked while
+	// any other scenario runs.
+	sourceEnv    *env
+	sourceEnvErr error
 )
 
 // chaosEnv returns the environment, starting the nodes and the proxies on
-// first use. It skips (or, with SHARERELAY_REQUIRE_BROKER=1 and no
-// external cluster, fails) when there is no broker to use.
-func chaosEnv(t *testing.T, n needs) *env {
+// first use: the sink, where the relays write, and the source, where they
+// read — with needCross the second single node, else the sink itself. It
+// skips (or, with SHARERELAY_REQUIRE_BROKER=1 and no external cluster,
+// fails) when there is no broker to use.
+func chaosEnv(t *testing.T, n needs) (sink, source *env) {
 	t.Helper()
 	require := os.Getenv(kafkatest.EnvRequireBroker) == "1"
 	if testing.Short() {
@@ -132,22 +148,47 @@ func chaosEnv(t *testing.T, n needs) *env {
 		if n&(needBroker|needCluster) != 0 {
 			t.Skipf("needs to kill and restart the brokers; %s points at an external cluster", kafkatest.EnvBootstrap)
 		}
-		return &env{direct: seeds, slots: []string{strings.Join(seeds, ","), strings.Join(seeds, ","), strings.Join(seeds, ",")}}
+		if n&needCross != 0 {
+			t.Skipf("needs a second cluster as the source; %s names one", kafkatest.EnvBootstrap)
+		}
+		e := &env{direct: seeds, slots: []string{strings.Join(seeds, ","), strings.Join(seeds, ","), strings.Join(seeds, ",")}, role: "sink"}
+		return e, e
 	}
 	cluster := n&needCluster != 0
+	cross := n&needCross != 0
+	if cluster && cross {
+		t.Fatal("chaos: the cross-cluster scenarios run on two single nodes, not on the three-node cluster")
+	}
 	envMu.Lock()
 	defer envMu.Unlock()
 	if other := envs[!cluster]; other != nil && !other.parked {
 		other.park()
 	}
+	if !cross && sourceEnv != nil && !sourceEnv.parked {
+		sourceEnv.park()
+	}
 	e, err := envs[cluster], envErrs[cluster]
 	switch {
 	case err != nil:
 	case e == nil:
-		e, err = startEnv(cluster)
+		e, err = startEnv(cluster, "sink")
 		envs[cluster], envErrs[cluster] = e, err
 	case e.parked:
 		err = e.unpark()
+	}
+	src := e
+	if err == nil && cross {
+		switch src, err = sourceEnv, sourceEnvErr; {
+		case err != nil:
+		case src == nil:
+			src, err = startEnv(false, "source")
+			if err == nil {
+				err = distinctClusters(e, src)
+			}
+			sourceEnv, sourceEnvErr = src, err
+		case src.parked:
+			err = src.unpark()
+		}
 	}
 	if err != nil {
 		if errors.Is(err, kafkatest.ErrToolMissing) && !require {
@@ -155,10 +196,12 @@ func chaosEnv(t *testing.T, n needs) *env {
 		}
 		t.Fatalf("chaos: starting the brokers and proxies: %v", err)
 	}
-	if !e.up() {
-		t.Fatalf("chaos: a node is not running (a previous scenario left it down)")
+	for _, x := range []*env{e, src} {
+		if !x.up() {
+			t.Fatalf("chaos: a node of the %s cluster is not running (a previous scenario left it down)", x.role)
+		}
 	}
-	return e
+	return e, src
 }
 
 // startEnv starts one proxy per relay slot and node, and a single broker
@@ -168,7 +211,7 @@ func chaosEnv(t *testing.T, n needs) *env {
 // proxies back in every metadata response, so all their connections go
 // through them, to whichever node leads; the harness's clients use the
 // direct listeners and never see a fault.
-func startEnv(cluster bool) (*env, error) {
+func startEnv(cluster bool, role string) (*env, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	nodes := 1
@@ -178,7 +221,7 @@ func startEnv(cluster bool) (*env, error) {
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		e := &env{local: true, proxies: make([][]*toxiproxy.Proxy, maxRelays), slots: make([]string, maxRelays)}
+		e := &env{local: true, role: role, proxies: make([][]*toxiproxy.Proxy, maxRelays), slots: make([]string, maxRelays)}
 		ls := make([][]kafkatest.Listener, nodes)
 		var err error
 		for i := range maxRelays {
@@ -207,13 +250,13 @@ func startEnv(cluster bool) (*env, error) {
 			e.slots[i] = strings.Join(addrs, ",")
 		}
 		if err == nil {
-			err = e.startNodes(ctx, ls)
+			err = e.startNodes(ctx, ls, clusterID(role))
 		}
 		if err == nil {
 			err = e.checkSlots(ctx)
 		}
 		if err == nil {
-			fmt.Fprintf(os.Stderr, "chaos: %d node(s) %v (logs %v), relay proxies %v\n", nodes, e.direct, e.logs(), e.slots)
+			fmt.Fprintf(os.Stderr, "chaos: %s: %d node(s) %v (logs %v), relay proxies %v\n", role, nodes, e.direct, e.logs(), e.slots)
 			return e, nil
 		}
 		e.stop()
@@ -225,9 +268,20 @@ func startEnv(cluster bool) (*env, error) {
 	return nil, lastErr
 }
 
+// clusterID is the KRaft cluster id of the env of role: kafkatest's own for
+// the sink, one of its own for the source, since the relay tells two
+// clusters apart by their ids.
+func clusterID(role string) string {
+	if role == "sink" {
+		return "" // kafkatest.ClusterID
+	}
+	return kafkatest.NamedClusterID("chaos-" + role)
+}
+
 // startNodes starts the single broker (one list of listeners) or the
-// cluster (one list per node).
-func (e *env) startNodes(ctx context.Context, ls [][]kafkatest.Listener) error {
+// cluster (one list per node), a single broker with cluster id id (empty:
+// kafkatest's).
+func (e *env) startNodes(ctx context.Context, ls [][]kafkatest.Listener, id string) error {
 	if len(ls) > 1 {
 		c, err := kafkatest.StartCluster(ctx, kafkatest.ClusterOptions{Nodes: len(ls), Properties: brokerProperties(), Listeners: ls})
 		if err != nil {
@@ -236,7 +290,7 @@ func (e *env) startNodes(ctx context.Context, ls [][]kafkatest.Listener) error {
 		e.cluster, e.direct = c, c.Seeds()
 		return nil
 	}
-	opts, _, err := kafkatest.WithListeners(kafkatest.Options{Properties: brokerProperties()}, ls[0]...)
+	opts, _, err := kafkatest.WithListeners(kafkatest.Options{Properties: brokerProperties(), ClusterID: id}, ls[0]...)
 	if err != nil {
 		return err
 	}
@@ -308,6 +362,32 @@ func (e *env) unpark() error {
 	return nil
 }
 
+// distinctClusters checks that the two envs report different cluster ids,
+// as two clusters do: the relay takes a source.cluster with the sink's id
+// for the sink named twice.
+func distinctClusters(sink, source *env) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var ids []string
+	for _, e := range []*env{sink, source} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(e.direct...))
+		if err != nil {
+			return err
+		}
+		m, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+		cl.Close()
+		if err != nil {
+			return fmt.Errorf("the cluster id of the %s cluster: %w", e.role, err)
+		}
+		ids = append(ids, m.Cluster)
+	}
+	if ids[0] == ids[1] {
+		return fmt.Errorf("the sink and the source cluster both report cluster id %s: the relays would take them for one", ids[0])
+	}
+	fmt.Fprintf(os.Stderr, "chaos: sink cluster id %s, source cluster id %s\n", ids[0], ids[1])
+	return nil
+}
+
 // brokerProperties are the chaos nodes' overrides of kafkatest's test
 // defaults.
 func brokerProperties() map[string]string {
@@ -342,7 +422,7 @@ func (e *env) stop() {
 func closeEnv(failed bool) {
 	envMu.Lock()
 	defer envMu.Unlock()
-	for _, e := range envs {
+	for _, e := range []*env{envs[false], envs[true], sourceEnv} {
 		if e == nil {
 			continue
 		}

@@ -89,6 +89,10 @@ func (r *relay) spawn() (*incarnation, error) {
 	c := harness.RelayCommand(relayBin, r.s.p.Path, r.name)
 	c.LogPath = filepath.Join(r.s.dir, fmt.Sprintf("%s.%d.log", r.name, n))
 	c.Env = []string{"CHAOS_BROKERS=" + r.s.env.slots[r.slot], "CHAOS_METRICS_ADDR=" + inc.metricsAddr}
+	if r.s.cross() {
+		// The source cluster through this slot's own proxies to it.
+		c.Env = append(c.Env, "CHAOS_SOURCE_BROKERS="+r.s.src.slots[r.slot])
+	}
 	if r.s.o.Env != nil {
 		inc.env = r.s.o.Env(r.slot, n)
 		c.Env = append(c.Env, inc.env...)

@@ -38,7 +38,16 @@ type result struct {
 	// On the cluster, NodeFaults counts the node faults by kind and
 	// NodeRoles by the role of the victim (nodes_test.go), and
 	// LeaderChanges the changes of leader of the pipeline's partitions.
-	Nodes         int            `json:"nodes"`
+	Nodes int `json:"nodes"`
+	// Clusters is 2 in the cross-cluster scenarios (needCross), 1
+	// otherwise. With 2, Toxics, BrokerKills and BrokerStops count the
+	// faults toward the sink cluster and the Source* fields those toward
+	// the source cluster.
+	Clusters          int            `json:"clusters"`
+	SourceToxics      map[string]int `json:"source_network_faults,omitempty"`
+	SourceBrokerKills int            `json:"source_broker_kill9,omitempty"`
+	SourceBrokerStops int            `json:"source_broker_clean_restarts,omitempty"`
+
 	NodeFaults    map[string]int `json:"node_faults,omitempty"`
 	NodeRoles     map[string]int `json:"node_fault_roles,omitempty"`
 	LeaderChanges int            `json:"leader_changes"`
@@ -115,7 +124,54 @@ func (r *result) fromReport(rep *audit.Report) {
 	}
 }
 
-func (r *result) toxicsString() string { return countsString(r.Toxics) }
+// networkFaults returns the counts of network faults toward the source
+// cluster (source) or the sink.
+func (r *result) networkFaults(source bool) map[string]int {
+	if source {
+		return r.SourceToxics
+	}
+	return r.Toxics
+}
+
+// brokerCount returns the counter of broker kills (hard) or clean
+// restarts of the source cluster's broker (source) or the sink's.
+func (r *result) brokerCount(source, hard bool) *int {
+	switch {
+	case source && hard:
+		return &r.SourceBrokerKills
+	case source:
+		return &r.SourceBrokerStops
+	case hard:
+		return &r.BrokerKills
+	}
+	return &r.BrokerStops
+}
+
+// toxicsString is the network faults: per cluster when there are two.
+func (r *result) toxicsString() string {
+	if r.Clusters == 2 {
+		return fmt.Sprintf("source: %s; sink: %s", countsString(r.SourceToxics), countsString(r.Toxics))
+	}
+	return countsString(r.Toxics)
+}
+
+// perCluster formats a count of each cluster's broker ("source: 1; sink:
+// 2"), or the one count.
+func (r *result) perCluster(source, sink int) string {
+	if r.Clusters == 2 {
+		return fmt.Sprintf("[source: %d; sink: %d]", source, sink)
+	}
+	return fmt.Sprint(sink)
+}
+
+// clustersString is the line's clusters=2 of a cross-cluster scenario;
+// nothing on one cluster.
+func (r *result) clustersString() string {
+	if r.Clusters == 2 {
+		return " clusters=2"
+	}
+	return ""
+}
 
 // countsString formats counts by name, sorted: "a 1, b 2", or "0".
 func countsString(m map[string]int) string {
@@ -145,9 +201,9 @@ func (r *result) nodesString() string {
 
 // line is the one-line summary logged per scenario.
 func (r *result) line() string {
-	return fmt.Sprintf("CHAOS %s seed=%d %s records=%d relays=%dx%d | kills=%d failpoint-kills=%d sigterms=%d sigstops=%d network=[%s] broker-kill9=%d broker-restarts=%d%s (share-stalls %d) hanging-txns=%d (held %d, continued %d) orphaned-claims=%d (settled %d committed, %d aborted; unsettled %d) relay-exits=%d processes=%d | polled=%d redeliveries=%d txn committed=%d aborted=%d unknown=%d ambiguous=%d(committed %d) producer-resets=%d ack-errors=%d claim-conflicts=%d already-committed=%d | output=%d dead-letters=%d aborted-records=%d reader=%d (dups %d)%s | %s | %s",
-		r.Scenario, r.Seed, r.Delivery, r.Records, r.Relays, r.Workers,
-		r.Kills, r.FailpointKills, r.Terms, r.Pauses, r.toxicsString(), r.BrokerKills, r.BrokerStops, r.nodesString(), r.ShareStalls, r.HangingTxns, r.HeldHanging, r.LostMarkers,
+	return fmt.Sprintf("CHAOS %s seed=%d %s records=%d relays=%dx%d%s | kills=%d failpoint-kills=%d sigterms=%d sigstops=%d network=[%s] broker-kill9=%s broker-restarts=%s%s (share-stalls %d) hanging-txns=%d (held %d, continued %d) orphaned-claims=%d (settled %d committed, %d aborted; unsettled %d) relay-exits=%d processes=%d | polled=%d redeliveries=%d txn committed=%d aborted=%d unknown=%d ambiguous=%d(committed %d) producer-resets=%d ack-errors=%d claim-conflicts=%d already-committed=%d | output=%d dead-letters=%d aborted-records=%d reader=%d (dups %d)%s | %s | %s",
+		r.Scenario, r.Seed, r.Delivery, r.Records, r.Relays, r.Workers, r.clustersString(),
+		r.Kills, r.FailpointKills, r.Terms, r.Pauses, r.toxicsString(), r.perCluster(r.SourceBrokerKills, r.BrokerKills), r.perCluster(r.SourceBrokerStops, r.BrokerStops), r.nodesString(), r.ShareStalls, r.HangingTxns, r.HeldHanging, r.LostMarkers,
 		r.OrphanedClaims, r.SettledCommitted, r.SettledAborted, r.UnsettledClaims, r.RelayExits, r.Incarnations,
 		r.Polled, r.Redeliveries, r.Committed, r.Aborted, r.Unknown, r.Ambiguous, r.AmbiguousCommitted, r.ProducerResets, r.AckErrors, r.ClaimConflicts, r.AlreadyCommitted,
 		r.Output, r.DeadLettered, r.AbortedRecords, r.ReaderRecords, r.ReaderDuplicates, r.Audit, r.Elapsed, r.Verdict)
@@ -201,9 +257,9 @@ func markdown(rs []*result) string {
 		if a := r.Audit; a != nil {
 			live = strings.TrimSuffix(strings.TrimPrefix(a.String(), " audit=["), "]")
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %d | %d×%d | %d | %d | %d | %d | %s | %d / %d | %s | %d (%d) | %d (%d/%d, %d) | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %d | %s | %d | %d×%d | %d | %d | %d | %d | %s | %s / %s | %s | %d (%d) | %d (%d/%d, %d) | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s |\n",
 			r.Scenario, r.Seed, r.Delivery, r.Records, r.Relays, r.Workers, r.Kills, r.FailpointKills, r.Terms, r.Pauses,
-			r.toxicsString(), r.BrokerKills, r.BrokerStops, nodes, r.HangingTxns, r.HeldHanging, r.OrphanedClaims, r.SettledCommitted, r.SettledAborted, r.UnsettledClaims, r.RelayExits, r.Redeliveries, r.Aborted, r.Unknown, r.Ambiguous, r.ProducerResets, r.AckErrors,
+			r.toxicsString(), r.perCluster(r.SourceBrokerKills, r.BrokerKills), r.perCluster(r.SourceBrokerStops, r.BrokerStops), nodes, r.HangingTxns, r.HeldHanging, r.OrphanedClaims, r.SettledCommitted, r.SettledAborted, r.UnsettledClaims, r.RelayExits, r.Redeliveries, r.Aborted, r.Unknown, r.Ambiguous, r.ProducerResets, r.AckErrors,
 			r.ClaimConflicts, r.AbortedRecords, r.DeadLettered, live, r.Elapsed, r.Verdict)
 	}
 	fmt.Fprintf(&b, "\nTotal scenario time: %s\n", total.Round(time.Second))

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sharerelay/sharerelay/config"
 )
 
 // Unit tests of the harness's own parsing (no broker).
@@ -93,5 +95,62 @@ func TestReportLineLiveAudit(t *testing.T) {
 	md := markdown([]*result{without, with})
 	if !strings.Contains(md, "| live audit |") || !strings.Contains(md, "| judged 100000 lost 0 dup 31 lag 0 exits 2 |") || !strings.Contains(md, "| – |") {
 		t.Errorf("markdown:\n%s", md)
+	}
+}
+
+// A cross-cluster scenario's line says clusters=2 and counts the network
+// faults and broker bounces per cluster; a scenario on one cluster keeps
+// its line as it was.
+func TestReportLineClusters(t *testing.T) {
+	one := &result{Scenario: "Nemesis", Nodes: 1, Clusters: 1, Toxics: map[string]int{toxReset: 2}, BrokerKills: 3, BrokerStops: 1}
+	if l := one.line(); strings.Contains(l, "clusters=") || !strings.Contains(l, "network=[reset 2] broker-kill9=3 broker-restarts=1 ") {
+		t.Errorf("one-cluster line: %s", l)
+	}
+	two := &result{Scenario: "CrossClusterCI", Nodes: 1, Clusters: 2, Relays: 3, Workers: 3,
+		Toxics: map[string]int{toxEndTxnCut: 4, toxReset: 1}, SourceToxics: map[string]int{toxBlackhole: 2, toxIsolateCluster: 1},
+		BrokerKills: 1, SourceBrokerKills: 2, SourceBrokerStops: 1}
+	l := two.line()
+	for _, want := range []string{
+		"relays=3x3 clusters=2 |",
+		"network=[source: blackhole 2, isolate-cluster 1; sink: endtxn-cut 4, reset 1]",
+		"broker-kill9=[source: 2; sink: 1] broker-restarts=[source: 1; sink: 0] ",
+	} {
+		if !strings.Contains(l, want) {
+			t.Errorf("two-cluster line: %s\nwant it to contain: %s", l, want)
+		}
+	}
+}
+
+// The pipeline file of a cross-cluster scenario loads as two clusters:
+// the top-level brokers the sink, source.cluster the source, each from its
+// own variable.
+func TestWithSourceCluster(t *testing.T) {
+	file := []byte(`name: p
+brokers: ["${CHAOS_BROKERS}"]
+delivery: exactly-once
+source:
+  topics: [p.orders]
+  group: p.group
+output:
+  topic: p.jobs
+dead_letter:
+  topic: p.dlq
+transforms: []
+`)
+	b, err := withSourceCluster(file, `"${CHAOS_SOURCE_BROKERS}"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CHAOS_BROKERS": "127.0.0.1:1,127.0.0.1:2", "CHAOS_SOURCE_BROKERS": "127.0.0.1:3"}
+	p, err := config.Parse("pipeline.yaml", b, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if !p.CrossCluster() || !reflect.DeepEqual(p.SourceCluster().Brokers, []string{"127.0.0.1:3"}) ||
+		!reflect.DeepEqual(p.SinkCluster().Brokers, []string{"127.0.0.1:1", "127.0.0.1:2"}) {
+		t.Errorf("cross %v, source brokers %v, sink brokers %v; file:\n%s", p.CrossCluster(), p.SourceCluster().Brokers, p.SinkCluster().Brokers, b)
+	}
+	if _, err := withSourceCluster(b[:len("name: p\n")], "x"); err == nil {
+		t.Error("a file without a source section took a source.cluster")
 	}
 }

@@ -159,8 +159,11 @@ var clusterProperties = map[string]string{
 // local one of nodes nodes (1, or 3 for a three-node KRaft cluster) whose
 // share groups may hold recordLocks record locks per partition
 // (group.share.max.partition.max.record.locks; 0: Kafka's default, what a
-// user's broker has unless its operator raised it).
-func getBroker(ctx context.Context, recordLocks, nodes int) (*broker, error) {
+// user's broker has unless its operator raised it). clusterID is the
+// KRaft cluster id of a local one-node broker ("": kafkatest's fixed
+// one); a second broker that stands for another cluster needs its own,
+// as the relay tells two clusters apart by their ids.
+func getBroker(ctx context.Context, recordLocks, nodes int, clusterID string) (*broker, error) {
 	if seeds := kafkatest.ExternalSeeds(); len(seeds) > 0 {
 		return &broker{seeds: seeds, kind: "external"}, nil
 	}
@@ -174,7 +177,7 @@ func getBroker(ctx context.Context, recordLocks, nodes int) (*broker, error) {
 	br := &broker{kind: "local", recordLocks: recordLocks}
 	if nodes <= 1 {
 		progress("starting a local Kafka broker (set %s to use another cluster)", kafkatest.EnvBootstrap)
-		b, err := kafkatest.StartLocal(sctx, kafkatest.Options{JVMArgs: benchJVMArgs, Properties: props})
+		b, err := kafkatest.StartLocal(sctx, kafkatest.Options{JVMArgs: benchJVMArgs, Properties: props, ClusterID: clusterID})
 		if err != nil {
 			return nil, fmt.Errorf("starting a local broker: %w", err)
 		}
@@ -247,6 +250,34 @@ type bench struct {
 	// groups are the share groups created, deleted at the end on an
 	// external cluster.
 	groups []string
+	// src is the source cluster of relay-eos-cross (-cross): a second
+	// local broker with the first one's settings, where that contender's
+	// source topic is loaded and its share group lives; nil without
+	// -cross.
+	src *bench
+}
+
+// sourceOf returns the bench of the cluster where contender c's source
+// topic and share group live: the second broker for a cross-cluster
+// contender, the one cluster for every other.
+func (b *bench) sourceOf(c contender) *bench {
+	if c.cross {
+		return b.src
+	}
+	return b
+}
+
+// brokerPids returns the process ids of every local broker JVM of the
+// run: the first broker's (or cluster's) and, with -cross, the second
+// broker's. Every contender's broker CPU counts them all, so that the
+// rows of a -cross table compare: the second broker idles while the
+// others run.
+func (b *bench) brokerPids() []int {
+	pids := b.br.pids()
+	if b.src != nil {
+		pids = append(pids, b.src.br.pids()...)
+	}
+	return pids
 }
 
 func newBench(opts options, br *broker) (*bench, error) {

@@ -43,6 +43,10 @@ type contender struct {
 	// of whole batches with fetches running ahead of the polls.
 	strict bool
 	noTxn  bool // classic: no transaction; offsets committed after the produce
+	// cross: the relay's source topic and share group are on a second
+	// local broker, its own KRaft cluster (-cross), and its outputs, dead
+	// letters and claim ledger on the first, as source.cluster splits them.
+	cross bool
 	// process: the relay runs as its own process, the shipped binary
 	// (-relay-bin), instead of inside the bench.
 	process bool
@@ -66,12 +70,15 @@ var (
 	copierStrict = contender{name: "copier-strict", produces: true, strict: true}
 	relayALO     = contender{name: "relay-alo", delivery: config.AtLeastOnce, produces: true}
 	relayEOS     = contender{name: "relay-eos", delivery: config.ExactlyOnce, produces: true}
-	classicEOS   = contender{name: "classic-eos", produces: true, classic: true}
+	// relayEOSCross is relay-eos across two clusters (-cross): the same
+	// pipeline with source.cluster naming the second broker.
+	relayEOSCross = contender{name: "relay-eos-cross", delivery: config.ExactlyOnce, produces: true, cross: true}
+	classicEOS    = contender{name: "classic-eos", produces: true, classic: true}
 	// classicALO is classic-eos without the transaction: what Kafka's
 	// exactly-once costs a hand-written loop, for reference.
 	classicALO = contender{name: "classic-alo", produces: true, classic: true, noTxn: true}
 
-	contenders = []contender{rawShare, copier, copierStrict, relayALO, relayEOS, classicEOS, classicALO}
+	contenders = []contender{rawShare, copier, copierStrict, relayALO, relayEOS, relayEOSCross, classicEOS, classicALO}
 )
 
 func (c contender) isRelay() bool { return c.delivery != "" }
@@ -205,7 +212,7 @@ func (b *bench) runTrial(ctx context.Context, t trial, created *[]string) (runRe
 	stopHeap := b.heapProfileAtHalf(t, tr)
 	defer stopHeap()
 	tc := newTraceCollector(b.opts.trace, t.n)
-	pids := b.br.pids()
+	pids := b.brokerPids()
 	tc.startCPU(pids)
 	resetPeakRSS()
 	began := time.Now()
@@ -253,7 +260,7 @@ func (b *bench) setUpTrial(ctx context.Context, t trial, created *[]string) (tri
 		t.maxRecords = b.opts.handMaxRecords
 	}
 	if !t.c.classic {
-		if err := b.newGroup(ctx, t.name); err != nil {
+		if err := b.sourceOf(t.c).newGroup(ctx, t.name); err != nil {
 			return t, err
 		}
 	}
@@ -387,6 +394,11 @@ func (b *bench) startProfile(t trial) (stop func(), err error) {
 		}
 		stops = append(stops, startBrokerRecording(node.Pid(), jfr))
 	}
+	if b.src != nil {
+		for _, node := range b.src.br.nodes {
+			stops = append(stops, startBrokerRecording(node.Pid(), base+".source-broker.jfr"))
+		}
+	}
 	return func() {
 		pprof.StopCPUProfile()
 		if err := f.Close(); err != nil {
@@ -404,7 +416,7 @@ func (b *bench) await(ctx context.Context, t trial, tr *tracker, failed <-chan e
 	if err := b.awaitAcked(ctx, t, tr, failed); err != nil {
 		return err
 	}
-	if err := b.waitLagZero(ctx, t.name, t.source, lagTimeout); err != nil {
+	if err := b.sourceOf(t.c).waitLagZero(ctx, t.name, t.source, lagTimeout); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -570,7 +582,7 @@ source:
   topics: [%q]
   group: %q
   auto_offset_reset: earliest
-%soutput:
+%s%soutput:
   topic: %q
 dead_letter:
   topic: %q
@@ -623,10 +635,6 @@ func (b *bench) clientYAML() string {
 // pipelineYAMLOf writes the trial's pipeline file. The transform chain is
 // empty, or a delay of t.delay per record.
 func (b *bench) pipelineYAMLOf(t trial) string {
-	quoted := make([]string, len(b.br.seeds))
-	for i, s := range b.br.seeds {
-		quoted[i] = fmt.Sprintf("%q", s)
-	}
 	workers := t.workers
 	if workers == 0 {
 		workers = b.opts.workers
@@ -671,6 +679,21 @@ func (b *bench) pipelineYAMLOf(t trial) string {
 	if t.metricsListen != "" {
 		client += fmt.Sprintf("metrics:\n  listen: %q\n", t.metricsListen)
 	}
-	return fmt.Sprintf(pipelineYAML, t.name, strings.Join(quoted, ", "), t.c.delivery, workers,
-		t.source, t.name, group.String(), t.output, t.dlq, batch.String(), transforms, client)
+	cluster := ""
+	if t.c.cross {
+		// Only where the source lives differs: every other line is
+		// relay-eos's.
+		cluster = fmt.Sprintf("  cluster: {brokers: [%s]}\n", quoteSeeds(b.src.br.seeds))
+	}
+	return fmt.Sprintf(pipelineYAML, t.name, quoteSeeds(b.br.seeds), t.c.delivery, workers,
+		t.source, t.name, cluster, group.String(), t.output, t.dlq, batch.String(), transforms, client)
+}
+
+// quoteSeeds writes seed brokers as the items of a YAML flow sequence.
+func quoteSeeds(seeds []string) string {
+	quoted := make([]string, len(seeds))
+	for i, s := range seeds {
+		quoted[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(quoted, ", ")
 }

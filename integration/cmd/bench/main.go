@@ -30,6 +30,24 @@
 // min.insync.replicas 2; …", and the JSON holds nodes,
 // replication_factor and min_insync_replicas.
 //
+// Across two clusters (-cross, make bench-cross). A second local broker,
+// its own KRaft cluster (its own cluster id) with the first one's
+// properties, JVM flags and heap, is started beside the first (and stopped with it), and the
+// contender relay-eos-cross joins the throughput table right after
+// relay-eos and its variants: the same relay, the same pipeline file but
+// for source.cluster naming the second broker, where its copy of the
+// source topic (the same records, loaded the same way) and its share
+// group live; its outputs, dead letters and claim ledger are on the first
+// broker, as relay-eos's. Each table then gives relay-eos-cross/relay-eos
+// beside the other ratios, and a table of its own per broker setting the
+// two side by side: records/s, the paired ratio and that of the medians,
+// client and broker CPU a record (broker: both JVMs, in every row, as
+// the second broker idles while the others run), and a goal reported
+// without a target. The warm-up runs relay-eos-cross in every round, and
+// its transactions of 20 records once more across the clusters, so that
+// the second broker's JVM compiles what the first one's does. -cross
+// takes one-node clusters and no external cluster: both are the bench's.
+//
 // Broker settings (-broker-record-locks). The local broker keeps Kafka's
 // default share-group limits (0, the default: 4,000 record locks a
 // partition, what a user's broker has), or lets a share group hold up to
@@ -279,6 +297,9 @@ type options struct {
 	// this one's on the same broker, latencyRounds times.
 	latencyBaseline string
 	latencyRounds   int
+	// cross starts a second local broker as the source cluster of the
+	// contender relay-eos-cross (-cross).
+	cross bool
 }
 
 // parseFlags parses and checks the command's flags.
@@ -319,7 +340,12 @@ func parseFlags(args []string) (options, error) {
 // a broker starts, not after the warm-up.
 func (o options) checkRelaySettings() error {
 	b := &bench{opts: o, br: &broker{seeds: []string{"localhost:9092"}}}
-	for _, c := range append([]contender{relayALO, relayEOS}, o.variants...) {
+	cs := append([]contender{relayALO, relayEOS}, o.variants...)
+	if o.cross {
+		b.src = &bench{opts: o, br: &broker{seeds: []string{"localhost:9093"}}}
+		cs = append(cs, relayEOSCross)
+	}
+	for _, c := range cs {
 		t := trial{c: c, name: "check", source: "check.src", output: "check.out", dlq: "check.dlq", workers: o.workers}
 		if _, err := b.pipeline(t); err != nil {
 			if c.base != "" {
@@ -376,6 +402,7 @@ func (o *options) defineFlags(fs *flag.FlagSet) listFlags {
 	fs.IntVar(&o.latencyRounds, "latency-rounds", 3, "rounds of the latency runs (each relay contender, and the baseline's, once a round); the medians are reported")
 	l.brokerRecordLocks = fs.String("broker-record-locks", "0", "the local broker's group.share.max.partition.max.record.locks, the most record locks a share group may set per partition, comma separated: the warm-up and throughput tables run once per setting, each on a fresh broker, latency and scaling on the first (0: Kafka's default share-group limits; 10000: the setting docs/operations.md gives; e.g. 0,10000)")
 	fs.IntVar(&o.nodes, "nodes", 1, "nodes of the local broker: 1, or 3 for a three-node KRaft cluster with every topic at replication factor 3 and min.insync.replicas 2 (a fresh cluster per -broker-record-locks setting)")
+	fs.BoolVar(&o.cross, "cross", false, "also run relay-eos-cross beside relay-eos: the same relay with its source topic and share group on a second local broker (its own KRaft cluster, the same settings) and its outputs, dead letters and claim ledger on the first; the tables give cross-cluster over same-cluster (one-node clusters only, no external cluster)")
 	l.relayVariants = fs.String("relay-variants", "", "extra relay-eos contenders of the throughput table, each with batch settings of its own, separated by semicolons, e.g. 'consumers=2;consumers=1,max_records=4000'; a variant starting alo: is relay-alo's (e.g. alo:consumers=2)")
 	return l
 }
@@ -417,7 +444,33 @@ func (o *options) parseLists(l listFlags) error {
 	if o.brokerRecordLocks, err = recordLockSettings(*l.brokerRecordLocks, external); err != nil {
 		return err
 	}
-	return checkNodes(o.nodes, external)
+	if err := checkNodes(o.nodes, external); err != nil {
+		return err
+	}
+	return checkCross(o.cross, o.only, o.nodes, external)
+}
+
+// checkCross checks -cross against the contenders and the cluster.
+// relay-eos-cross reads from the second broker that -cross starts, and is
+// compared with relay-eos, which must run beside it. Both clusters are
+// the bench's own one-node brokers, of the same settings: against an
+// external cluster, or a three-node one, the cluster split would not be
+// the only difference between the two rows. external is whether
+// KAFKA_BOOTSTRAP_SERVERS names a cluster.
+func checkCross(cross bool, only []string, nodes int, external bool) error {
+	switch {
+	case !cross && slices.Contains(only, relayEOSCross.name):
+		return fmt.Errorf("-contenders: %s reads its source from a second local broker, which -cross starts; add -cross", relayEOSCross.name)
+	case !cross:
+		return nil
+	case external:
+		return fmt.Errorf("-cross: starts a second local broker as the source cluster, to compare with one local broker, but %s names an external cluster; unset %s", kafkatest.EnvBootstrap, kafkatest.EnvBootstrap)
+	case nodes != 1:
+		return fmt.Errorf("-cross: the source cluster is one local broker, and the sink must be its like; leave out -nodes %d", nodes)
+	case len(only) > 0 && !slices.Contains(only, relayEOS.name):
+		return fmt.Errorf("-cross: %s is compared with %s, which -contenders leaves out", relayEOSCross.name, relayEOS.name)
+	}
+	return nil
 }
 
 // checkNodes checks -nodes: 1, or kafkatest.ClusterSize (3), the
@@ -604,7 +657,7 @@ func run(ctx context.Context, opts options) error {
 func newResults(opts options, began time.Time, external bool) results {
 	res := results{
 		Started: began.UTC(), MemoryLimitMiB: memoryLimitMiB(), Records: opts.records, Runs: opts.runs,
-		Workers: opts.workers, Sizes: opts.sizes, HandMaxRecords: opts.handMaxRecords,
+		Workers: opts.workers, Sizes: opts.sizes, HandMaxRecords: opts.handMaxRecords, Cross: opts.cross,
 	}
 	if !external {
 		res.Nodes = opts.nodes
@@ -619,7 +672,7 @@ func newResults(opts options, began time.Time, external bool) results {
 // the latency runs too, then stops the broker: one broker at a time on
 // the machine.
 func measureOnBroker(ctx context.Context, opts options, locks int, first bool, res *results) (err error) {
-	br, err := getBroker(ctx, locks, opts.nodes)
+	br, err := getBroker(ctx, locks, opts.nodes, "")
 	if err != nil {
 		return err
 	}
@@ -633,11 +686,21 @@ func measureOnBroker(ctx context.Context, opts options, locks int, first bool, r
 		return err
 	}
 	defer b.close()
+	if opts.cross {
+		stopSource, serr := b.startSource(ctx, locks)
+		if serr != nil {
+			return serr
+		}
+		defer func() { err = errors.Join(err, stopSource()) }()
+	}
 	setting := b.describeLimits(ctx)
 	res.Broker = br.kind
 	progress("broker %s (%s, %s); %d records per size, sizes %v, %d runs, %d workers, hand-written contenders poll %d records; this process's memory limit %s",
 		strings.Join(br.seeds, ","), br.kind, setting, opts.records, opts.sizes, opts.runs, opts.workers, opts.handMaxRecords, memoryLimitNote())
 
+	if b.src != nil {
+		progress("-cross: %s reads its source from the second broker %s, and writes to %s", relayEOSCross.name, strings.Join(b.src.br.seeds, ","), strings.Join(br.seeds, ","))
+	}
 	if opts.warmUp {
 		if err := b.warmUp(ctx); err != nil {
 			return err
@@ -665,6 +728,36 @@ func measureOnBroker(ctx context.Context, opts options, locks int, first bool, r
 		}
 	}
 	return nil
+}
+
+// sourceClusterID is the KRaft cluster id of the second broker (-cross):
+// another than the first one's, as two clusters have.
+var sourceClusterID = kafkatest.NamedClusterID("bench-source")
+
+// startSource starts the source cluster of relay-eos-cross (-cross): a
+// second local broker with the first one's settings (recordLocks among
+// them: the share group lives there) and a cluster id of its own, as
+// b.src. stop stops it and removes its directory.
+func (b *bench) startSource(ctx context.Context, recordLocks int) (stop func() error, err error) {
+	progress("-cross: starting the source cluster of %s, a second local broker with the same settings", relayEOSCross.name)
+	sb, err := getBroker(ctx, recordLocks, 1, sourceClusterID)
+	if err != nil {
+		return nil, fmt.Errorf("-cross: the source cluster: %w", err)
+	}
+	src, err := newBench(b.opts, sb)
+	if err != nil {
+		return nil, errors.Join(err, sb.stop())
+	}
+	src.runID = b.runID // the same names on both clusters
+	b.src = src
+	return func() error {
+		src.close()
+		b.src = nil
+		if err := sb.stop(); err != nil {
+			return fmt.Errorf("-cross: the source cluster: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // throughputTables measures and prints the throughput table of each size,
@@ -712,6 +805,7 @@ func (b *bench) latencyTable(ctx context.Context, setting string, res *results) 
 func finish(opts options, res results, began time.Time) error {
 	for i := range res.Brokers {
 		br := &res.Brokers[i]
+		printCross(os.Stdout, br.Setting, br.Throughput)
 		br.EOSOverALO = printSummary(os.Stdout, br.Setting, br.Throughput)
 	}
 	res.Goals = goals(res)

@@ -46,6 +46,10 @@ type results struct {
 	Nodes             int `json:"nodes,omitempty"`
 	ReplicationFactor int `json:"replication_factor,omitempty"`
 	MinInsyncReplicas int `json:"min_insync_replicas,omitempty"`
+	// Cross says relay-eos-cross ran, its source on a second local
+	// broker (-cross); each size's CrossCluster compares it with
+	// relay-eos.
+	Cross bool `json:"cross,omitempty"`
 }
 
 // brokerResult is what was measured on one broker setting.
@@ -88,6 +92,45 @@ type sizeResult struct {
 	// Audit is the live auditor's cost beside relay-eos run as its own
 	// process (-audit-runs, with -relay-bin).
 	Audit *auditSummary `json:"live_audit,omitempty"`
+	// CrossCluster is relay-eos-cross against relay-eos (-cross); nil
+	// unless both ran.
+	CrossCluster *crossResult `json:"cross_cluster,omitempty"`
+}
+
+// crossResult is exactly-once across two clusters (relay-eos-cross: the
+// source topic and share group on the second broker, the outputs, dead
+// letters and claim ledger on the first) against the same pipeline on
+// one cluster (relay-eos), for one value size: the medians of each, and
+// cross over same.
+type crossResult struct {
+	Size           int     `json:"size"`
+	SameRecPerSec  float64 `json:"same_cluster_median_rec_per_s"`
+	CrossRecPerSec float64 `json:"cross_cluster_median_rec_per_s"`
+	// Paired is the median of the per-run ratios cross/same
+	// (pairedRatio), OfMedians the ratio of the two medians.
+	Paired    float64 `json:"paired_ratio"`
+	OfMedians float64 `json:"ratio_of_medians"`
+	// The medians of the client CPU a record, and of the brokers' (both
+	// JVMs, in both rows), in µs.
+	SameCPU        float64 `json:"same_cluster_cpu_us_per_rec"`
+	CrossCPU       float64 `json:"cross_cluster_cpu_us_per_rec"`
+	SameBrokerCPU  float64 `json:"same_cluster_broker_cpu_us_per_rec,omitempty"`
+	CrossBrokerCPU float64 `json:"cross_cluster_broker_cpu_us_per_rec,omitempty"`
+}
+
+// crossOf compares relay-eos-cross with relay-eos among the contenders
+// of a size's table; nil unless both ran.
+func crossOf(size int, cs []contenderResult) *crossResult {
+	same, cross := findContender(cs, relayEOS.name), findContender(cs, relayEOSCross.name)
+	if same == nil || cross == nil {
+		return nil
+	}
+	p, m := pairedAndOfMedians(cross.Runs, same.Runs)
+	return &crossResult{
+		Size: size, SameRecPerSec: same.Median, CrossRecPerSec: cross.Median, Paired: p, OfMedians: m,
+		SameCPU: same.CPUMicrosPerRecord, CrossCPU: cross.CPUMicrosPerRecord,
+		SameBrokerCPU: same.BrokerCPUMicrosPerRecord, CrossBrokerCPU: cross.BrokerCPUMicrosPerRecord,
+	}
 }
 
 // contenderResult summarises a contender's runs.
@@ -215,6 +258,11 @@ func (b *bench) throughput(ctx context.Context, size int) (sizeResult, error) {
 	if err := b.load(ctx, src, size, b.opts.records); err != nil {
 		return sr, err
 	}
+	drop, err := b.loadCrossSource(ctx, src, size, b.opts.records)
+	defer drop()
+	if err != nil {
+		return sr, err
+	}
 
 	runs := make(map[string][]runResult)
 	for run := 1; run <= b.opts.runs; run++ {
@@ -242,6 +290,24 @@ func (b *bench) throughput(ctx context.Context, size int) (sizeResult, error) {
 	}
 	summarizeSize(&sr, b.contenders(), runs)
 	return sr, nil
+}
+
+// loadCrossSource loads the copy of source topic src that relay-eos-cross
+// reads on the second broker (-cross; nothing without): the same n
+// records of size bytes as on the first broker, as the loader seeds its
+// values with size and n and keys each with its index. drop deletes it.
+func (b *bench) loadCrossSource(ctx context.Context, src string, size, n int) (drop func(), err error) {
+	if b.src == nil {
+		return func() {}, nil
+	}
+	if err := b.src.createTopic(ctx, src, sourcePartitions, nil); err != nil {
+		return func() {}, fmt.Errorf("-cross: the source cluster: %w", err)
+	}
+	drop = func() { b.src.deleteTopics(src) }
+	if err := b.src.load(ctx, src, size, n); err != nil {
+		return drop, fmt.Errorf("-cross: the source cluster: %w", err)
+	}
+	return drop, nil
 }
 
 // runProcesses runs relay-alo and relay-eos as their own process
@@ -301,6 +367,7 @@ func summarizeSize(sr *sizeResult, cs []contender, runs map[string][]runResult) 
 		sr.Paired[rp.key()] = pairedRatio(runs[rp.a], runs[rp.b])
 	}
 	sr.Variants = variantRatios(sr.Contenders)
+	sr.CrossCluster = crossOf(sr.Size, sr.Contenders)
 }
 
 // pairedRatio is the median over the runs of a's records/s over b's in the
@@ -343,6 +410,7 @@ var ratioPairs = []ratioPair{
 	{relayEOS.name, classicEOS.name}, {copier.name, rawShare.name}, {relayEOS.name, rawShare.name},
 	{classicEOS.name, classicALO.name},
 	{relayALO.name, copierStrict.name}, {relayEOS.name, copierStrict.name}, {copierStrict.name, copier.name},
+	{relayEOSCross.name, relayEOS.name},
 }
 
 // compareClassic runs relay-eos and classic-eos at a worker count over a
@@ -457,11 +525,19 @@ func (b *bench) warmUp(ctx context.Context) error {
 	if err := b.load(ctx, src, size, n); err != nil {
 		return err
 	}
-	pids := b.br.pids()
+	drop, err := b.loadCrossSource(ctx, src, size, n)
+	defer drop()
+	if err != nil {
+		return err
+	}
+	pids := b.brokerPids()
 	for round := 1; round <= b.opts.warmUpRounds; round++ {
 		progress("warm-up round %d of %d: every contender once over %d records (not counted)", round, b.opts.warmUpRounds, n)
 		cpu0, jit0 := procsCPU(pids), jitCPU(pids)
 		for _, c := range contenders {
+			if c.cross && b.src == nil {
+				continue
+			}
 			t := trial{c: c, size: size, run: 0, source: src, n: n, name: b.name(fmt.Sprintf("warmup%d", round), c.name)}
 			if _, err := b.runTrial(ctx, t, &created); err != nil {
 				return fmt.Errorf("warm-up: %w", err)
@@ -481,10 +557,19 @@ func (b *bench) warmUp(ctx context.Context) error {
 	// run, as those paths get compiled. So relay-eos writes the warm-up
 	// topic once more in transactions of 20 records: 5,000 of them.
 	progress("warm-up: transactions of 20 records over %d records (not counted)", n)
-	t := trial{c: relayEOS, size: size, run: 0, source: src, n: n, name: b.name("warmuptxn", relayEOS.name),
-		maxRecords: 20, batch: map[string]string{"consumers": "1", "linger": "0s"}, own: true}
-	if _, err := b.runTrial(ctx, t, &created); err != nil {
-		return fmt.Errorf("warm-up: %w", err)
+	// With -cross, once more across the clusters: the second broker
+	// serves only relay-eos-cross, and its share fetches and
+	// acknowledgements need as many calls to compile as the first's.
+	txns := []contender{relayEOS}
+	if b.src != nil {
+		txns = append(txns, relayEOSCross)
+	}
+	for _, c := range txns {
+		t := trial{c: c, size: size, run: 0, source: src, n: n, name: b.name("warmuptxn", c.name),
+			maxRecords: 20, batch: map[string]string{"consumers": "1", "linger": "0s"}, own: true}
+		if _, err := b.runTrial(ctx, t, &created); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
 	}
 	return nil
 }
@@ -558,6 +643,9 @@ func printSize(w io.Writer, setting string, sr sizeResult) {
 	for _, v := range sr.Variants {
 		fmt.Fprintf(w, "%s/%s: %.2f paired (%.2f of the medians)\n", v.Variant, v.Base, v.Paired, v.OfMedians)
 	}
+	if findContender(sr.Contenders, relayEOSCross.name) != nil {
+		fmt.Fprintln(w, crossNote)
+	}
 	for _, c := range sr.Contenders {
 		if len(c.Phases) > 0 {
 			fmt.Fprintf(w, "%s phases (share of the workers' time, all runs): %s\n", c.Name, formatPhases(c.Phases))
@@ -570,13 +658,42 @@ func printSize(w io.Writer, setting string, sr sizeResult) {
 	printAudit(w, sr.Size, sr.Audit)
 }
 
+// crossNote says under a table with relay-eos-cross what it measures and
+// what its broker CPU counts.
+const crossNote = "relay-eos-cross: relay-eos with its source topic and share group on a second local broker, its own cluster of the same settings, and its outputs, dead letters and claim ledger on the first; broker µs/rec counts both brokers' JVMs in every row"
+
+// printCross prints exactly-once across two clusters against one, size
+// by size, measured on the broker setting named by setting; nothing
+// unless relay-eos-cross ran (-cross).
+func printCross(w io.Writer, setting string, srs []sizeResult) {
+	var xs []*crossResult
+	for _, sr := range srs {
+		if sr.CrossCluster != nil {
+			xs = append(xs, sr.CrossCluster)
+		}
+	}
+	if len(xs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nexactly-once across two clusters (%s) against one (%s); broker: %s\n", relayEOSCross.name, relayEOS.name, setting)
+	fmt.Fprintf(w, "%-7s %11s %12s %11s %7s %16s %17s %19s %20s\n", "size", "same rec/s", "cross rec/s", "cross/same", "paired",
+		"same µs/rec CPU", "cross µs/rec CPU", "same broker µs/rec", "cross broker µs/rec")
+	for _, x := range xs {
+		fmt.Fprintf(w, "%-7s %11.0f %12.0f %11.2f %7.2f %16.2f %17.2f %19.2f %20.2f\n", fmt.Sprintf("%d B", x.Size),
+			x.SameRecPerSec, x.CrossRecPerSec, x.OfMedians, x.Paired, x.SameCPU, x.CrossCPU, x.SameBrokerCPU, x.CrossBrokerCPU)
+	}
+	fmt.Fprintln(w, "cross/same: the ratio of the medians; paired: the median of the per-run ratios, each run's pair side by side")
+	fmt.Fprintln(w, crossNote)
+}
+
 // printProcess prints the table of the relay as its own process.
 func printProcess(w io.Writer, sr sizeResult) {
 	fmt.Fprintf(w, "the relay as its own process (relay run, the shipped binary; the peak RSS and the CPU are that process's):\n")
-	fmt.Fprintf(w, "%-7s %-13s %7s %4s %13s %9s %9s %11s %12s\n", "size", "contender", "workers", "runs", "median rec/s", "min", "max", "µs/rec CPU", "peak RSS MB")
+	nw := nameWidth(sr.Process)
+	fmt.Fprintf(w, "%-7s %-*s %7s %4s %13s %9s %9s %11s %12s\n", "size", nw, "contender", "workers", "runs", "median rec/s", "min", "max", "µs/rec CPU", "peak RSS MB")
 	for _, c := range sr.Process {
-		fmt.Fprintf(w, "%-7s %-13s %7d %4d %13.0f %9.0f %9.0f %11.2f %12.0f\n",
-			fmt.Sprintf("%d B", sr.Size), c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, c.CPUMicrosPerRecord, c.PeakRSSMB)
+		fmt.Fprintf(w, "%-7s %-*s %7d %4d %13.0f %9.0f %9.0f %11.2f %12.0f\n",
+			fmt.Sprintf("%d B", sr.Size), nw, c.Name, c.Workers, len(c.Runs), c.Median, c.Min, c.Max, c.CPUMicrosPerRecord, c.PeakRSSMB)
 	}
 	if sr.ProcessEOSOverALO > 0 {
 		fmt.Fprintf(w, "relay-eos-bin/relay-alo-bin: %.2f paired (%.2f of the medians)\n", sr.ProcessEOSOverALO, sr.ProcessEOSOverALOMedian)
@@ -679,8 +796,8 @@ func firstSettingGoals(res results, setting string) []goal {
 // the throughput table's: per size relay-eos over classic-eos and over
 // relay-alo, relay-eos over its best variant, the relay against the
 // hand-written copier, and the relay process's peak RSS; relay-eos over
-// classic-eos at each -classic-workers count is reported without a
-// target.
+// classic-eos at each -classic-workers count, and relay-eos-cross over
+// relay-eos (-cross), are reported without a target.
 func brokerGoals(br brokerResult, workers int) []goal {
 	var gs []goal
 	add := func(g goal) {
@@ -709,6 +826,12 @@ func brokerGoals(br brokerResult, workers int) []goal {
 	for _, c := range br.Classic {
 		add(goal{What: fmt.Sprintf("%d B relay-eos/classic-eos at %d workers", c.Size, c.Workers), Value: c.Paired, OfMedians: c.Ratio,
 			ReportOnly: true, Met: true})
+	}
+	for _, sr := range br.Throughput {
+		if x := sr.CrossCluster; x != nil {
+			add(goal{What: fmt.Sprintf("%d B %s/%s", sr.Size, relayEOSCross.name, relayEOS.name), Value: x.Paired, OfMedians: x.OfMedians,
+				ReportOnly: true, Met: true})
+		}
 	}
 	for _, sr := range br.Throughput {
 		for _, c := range sr.Process {
@@ -843,12 +966,18 @@ func writeJSON(path string, res results) error {
 }
 
 // contenders returns the contenders of the throughput table (-contenders),
-// each variant (-relay-variants) right after the contender it varies, so
-// that their runs sit side by side.
+// each variant (-relay-variants) right after the contender it varies, and
+// with -cross relay-eos-cross after relay-eos and its variants, so that
+// their runs sit side by side.
 func (b *bench) contenders() []contender {
 	var out []contender
 	for _, c := range contenders {
-		if len(b.opts.only) > 0 && !slices.Contains(b.opts.only, c.name) {
+		switch {
+		case c.cross:
+			if !b.opts.cross {
+				continue // -cross adds it, whatever -contenders lists
+			}
+		case len(b.opts.only) > 0 && !slices.Contains(b.opts.only, c.name):
 			continue
 		}
 		out = append(out, c)

@@ -433,3 +433,68 @@ func TestRatiosOfContendersThatDidNotRunAreLeftOut(t *testing.T) {
 		t.Fatalf("summary without relay-alo = %v, printed %q; want 0 and nothing", g, sum.String())
 	}
 }
+
+// With -cross, relay-eos-cross sits beside relay-eos: its paired ratio
+// among the table's ratios, and a table of its own giving both rows'
+// medians, cross over same (paired, and of the medians) and the CPU a
+// record, with a goal reported without a target. Without it, none of it.
+func TestCrossClusterIsComparedWithRelayEOSSideBySide(t *testing.T) {
+	run := func(i int, rate, cpu, broker float64) runResult {
+		return runResult{Run: i, Workers: 2, RecPerSec: rate, CPUMicrosPerRecord: cpu, BrokerCPUMicrosPerRecord: broker}
+	}
+	runs := map[string][]runResult{
+		relayEOS.name:      {run(1, 100, 3.0, 10), run(2, 200, 3.2, 12), run(3, 300, 3.1, 11)},
+		relayEOSCross.name: {run(1, 90, 3.6, 14), run(2, 120, 3.4, 13), run(3, 270, 3.5, 15)}, // 0.9, 0.6, 0.9
+	}
+	b := &bench{opts: options{cross: true, only: []string{relayEOS.name}}}
+	sr := sizeResult{Size: 1024, Records: 1000}
+	summarizeSize(&sr, b.contenders(), runs)
+	want := crossResult{Size: 1024, SameRecPerSec: 200, CrossRecPerSec: 120, Paired: 0.9, OfMedians: 0.6,
+		SameCPU: 3.1, CrossCPU: 3.5, SameBrokerCPU: 11, CrossBrokerCPU: 14}
+	got := sr.CrossCluster
+	if got == nil || got.Size != want.Size || got.SameRecPerSec != want.SameRecPerSec || got.CrossRecPerSec != want.CrossRecPerSec ||
+		math.Abs(got.Paired-want.Paired) > 1e-9 || math.Abs(got.OfMedians-want.OfMedians) > 1e-9 ||
+		got.SameCPU != want.SameCPU || got.CrossCPU != want.CrossCPU || got.SameBrokerCPU != want.SameBrokerCPU || got.CrossBrokerCPU != want.CrossBrokerCPU {
+		t.Fatalf("cross-cluster result %+v, want %+v", got, want)
+	}
+	if p := sr.Paired["relay-eos-cross/relay-eos"]; math.Abs(p-0.9) > 1e-9 {
+		t.Fatalf("paired ratios %v, want relay-eos-cross/relay-eos 0.9", sr.Paired)
+	}
+
+	var table strings.Builder
+	printSize(&table, "stock", sr)
+	for _, w := range []string{"relay-eos-cross/relay-eos 0.60", "relay-eos-cross/relay-eos 0.90", crossNote} {
+		if !strings.Contains(table.String(), w) {
+			t.Errorf("throughput table:\n%s\nwant %q", table.String(), w)
+		}
+	}
+	var out strings.Builder
+	printCross(&out, "stock", []sizeResult{sr})
+	lines := strings.Split(out.String(), "\n")
+	if !strings.Contains(out.String(), "exactly-once across two clusters (relay-eos-cross) against one (relay-eos); broker: stock\n") {
+		t.Errorf("printed:\n%s\nwant the title with the broker setting", out.String())
+	}
+	row := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "1024 B ") })
+	if row < 0 || !slices.Equal(strings.Fields(lines[row]), []string{"1024", "B", "200", "120", "0.60", "0.90", "3.10", "3.50", "11.00", "14.00"}) {
+		t.Errorf("printed:\n%s\nwant the row 1024 B: same 200, cross 120 rec/s, 0.60 of the medians, 0.90 paired, CPU 3.10 and 3.50, brokers 11.00 and 14.00", out.String())
+	}
+
+	g := findGoal(t, goals(results{Brokers: []brokerResult{{Setting: "stock", Throughput: []sizeResult{sr}}}}), "1024 B relay-eos-cross/relay-eos")
+	if !g.ReportOnly || !g.Met || math.Abs(g.Value-0.9) > 1e-9 || math.Abs(g.OfMedians-0.6) > 1e-9 || g.Broker != "stock" {
+		t.Fatalf("goal %+v, want reported without a target at 0.90 paired (0.60 of the medians) on stock", g)
+	}
+
+	delete(runs, relayEOSCross.name)
+	plain := sizeResult{Size: 1024, Records: 1000}
+	summarizeSize(&plain, (&bench{opts: options{only: []string{relayEOS.name}}}).contenders(), runs)
+	out.Reset()
+	printCross(&out, "stock", []sizeResult{plain})
+	if plain.CrossCluster != nil || out.Len() > 0 {
+		t.Fatalf("without -cross: %+v, printed %q; want no comparison", plain.CrossCluster, out.String())
+	}
+	for _, g := range goals(results{Brokers: []brokerResult{{Setting: "stock", Throughput: []sizeResult{plain}}}}) {
+		if strings.Contains(g.What, relayEOSCross.name) {
+			t.Fatalf("without -cross: goal %+v", g)
+		}
+	}
+}

@@ -186,3 +186,103 @@ func TestAThreeNodeBenchSaysSoInItsLabelsAndJSON(t *testing.T) {
 		}
 	}
 }
+
+// -cross adds relay-eos-cross right after relay-eos and its variants,
+// whatever -contenders lists, so that their runs sit side by side;
+// without it the table is as it was.
+func TestCrossAddsRelayEOSCrossRightAfterRelayEOS(t *testing.T) {
+	t.Setenv(kafkatest.EnvBootstrap, "")
+	order := func(flags ...string) []string {
+		t.Helper()
+		o, err := parseFlags(flags)
+		if err != nil {
+			t.Fatalf("%q: %v", flags, err)
+		}
+		var names []string
+		for _, c := range (&bench{opts: o}).contenders() {
+			names = append(names, c.name)
+		}
+		return names
+	}
+	if got, want := order("-cross", "-relay-variants", "consumers=1"), []string{"raw-share", "copier", "copier-strict", "relay-alo",
+		"relay-eos", "relay-eos{consumers=1}", "relay-eos-cross", "classic-eos", "classic-alo"}; !slices.Equal(got, want) {
+		t.Fatalf("-cross: contenders %q, want %q", got, want)
+	}
+	for _, flags := range [][]string{{"-cross", "-contenders", "relay-eos"}, {"-cross", "-contenders", "relay-eos-cross,relay-eos"}} {
+		if got, want := order(flags...), []string{"relay-eos", "relay-eos-cross"}; !slices.Equal(got, want) {
+			t.Errorf("%q: contenders %q, want %q", flags, got, want)
+		}
+	}
+	if got := order(); slices.Contains(got, relayEOSCross.name) {
+		t.Fatalf("without -cross: contenders %q, want no %s", got, relayEOSCross.name)
+	}
+}
+
+func TestBadCrossFlagsFailBeforeABrokerStarts(t *testing.T) {
+	t.Setenv(kafkatest.EnvBootstrap, "")
+	for _, tc := range []struct {
+		flags []string
+		names []string
+	}{
+		{[]string{"-contenders", "relay-eos,relay-eos-cross"}, []string{"-cross", "relay-eos-cross"}},
+		{[]string{"-cross", "-contenders", "relay-alo"}, []string{"-cross", "relay-eos,"}},
+		{[]string{"-cross", "-nodes", "3"}, []string{"-cross", "-nodes 3"}},
+	} {
+		_, err := parseFlags(tc.flags)
+		for _, n := range tc.names {
+			if err == nil || !strings.Contains(err.Error(), n) {
+				t.Errorf("%q: %v, want an error naming %s", tc.flags, err, n)
+			}
+		}
+	}
+	t.Setenv(kafkatest.EnvBootstrap, "127.0.0.1:9092")
+	if _, err := parseFlags([]string{"-cross"}); err == nil || !strings.Contains(err.Error(), "-cross") || !strings.Contains(err.Error(), kafkatest.EnvBootstrap) {
+		t.Fatalf("-cross on an external cluster: %v, want an error naming -cross and %s", err, kafkatest.EnvBootstrap)
+	}
+}
+
+// relay-eos-cross's pipeline file is relay-eos's with one line more,
+// source.cluster naming the second broker: every setting the flags give
+// reaches both, and the relay's own parser reads the source from the
+// second broker and writes to the first.
+func TestTheCrossPipelineIsRelayEOSsButForSourceCluster(t *testing.T) {
+	t.Setenv(kafkatest.EnvBootstrap, "")
+	o, err := parseFlags([]string{"-cross", "-relay-batch", "consumers=3,linger=5ms", "-relay-client", "consumer.fetch_max_bytes=4194304",
+		"-relay-group", "share.record.lock.duration.ms=20000", "-relay-compression", "lz4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, source := []string{"127.0.0.1:9092"}, []string{"127.0.0.1:9192"}
+	b := &bench{opts: o, br: &broker{seeds: sink}, src: &bench{opts: o, br: &broker{seeds: source}}}
+	tr := trial{c: relayEOS, name: "p", source: "s", output: "o", dlq: "d", workers: 2}
+	same := b.pipelineYAMLOf(tr)
+	tr.c = relayEOSCross
+	cross := b.pipelineYAMLOf(tr)
+	line := "  cluster: {brokers: [\"127.0.0.1:9192\"]}\n"
+	if strings.Count(cross, line) != 1 || strings.Replace(cross, line, "", 1) != same {
+		t.Fatalf("relay-eos-cross's pipeline:\n%s\nwant relay-eos's:\n%s\nwith the one line %q more", cross, same, line)
+	}
+	p, err := config.Parse("p.yaml", []byte(cross), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.CrossCluster() || !slices.Equal(p.SourceCluster().Brokers, source) || !slices.Equal(p.SinkCluster().Brokers, sink) {
+		t.Fatalf("source cluster %v, sink %v; want %v and %v", p.SourceCluster().Brokers, p.SinkCluster().Brokers, source, sink)
+	}
+	if p.SourceCluster().Client.Consumer.FetchMaxBytes != 4194304 || p.Batch.Consumers != 3 || p.Delivery != config.ExactlyOnce {
+		t.Fatalf("source client %+v, batch %+v, delivery %s; want -relay-client's fetch bound on the source too, consumers 3, exactly-once",
+			p.SourceCluster().Client, p.Batch, p.Delivery)
+	}
+	if p, err := config.Parse("p.yaml", []byte(same), nil); err != nil || p.CrossCluster() {
+		t.Fatalf("relay-eos's pipeline: %v, %v; want one cluster", p, err)
+	}
+}
+
+// The second broker of -cross is formatted with a cluster id of its own:
+// the relay tells two clusters apart by their ids, and with the first
+// broker's it would take source.cluster for the sink cluster named twice.
+func TestTheSourceClusterHasAnIDOfItsOwn(t *testing.T) {
+	if sourceClusterID == "" || sourceClusterID == kafkatest.ClusterID {
+		t.Fatalf("source cluster id %q, want one other than the first broker's %q", sourceClusterID, kafkatest.ClusterID)
+	}
+}
