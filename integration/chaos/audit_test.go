@@ -21,9 +21,9 @@ import (
 const auditCatchUp = 2 * time.Minute
 
 // auditor is the live auditor (`relay audit`) beside a scenario's relays:
-// one process on the harness's direct listener (the auditor does not go
+// one process on the harness's direct listeners (the auditor does not go
 // through the relays' proxies, so the network faults do not reach it; the
-// broker's bounces and the cluster's node faults do). Like a relay, it is
+// brokers' bounces and the cluster's node faults do). Like a relay, it is
 // restarted when it exits on its own; it then resumes from its checkpoint,
 // its counters continuing where the checkpoint left them.
 type auditor struct {
@@ -66,8 +66,10 @@ func (a *auditor) spawn() (*harness.Proc, error) {
 	c := harness.AuditCommand(relayBin, a.s.p.Path, a.addr)
 	c.LogPath = filepath.Join(a.s.dir, fmt.Sprintf("audit.%d.log", a.n))
 	// The file's brokers and metrics address are references each relay
-	// fills in; the auditor gets the direct listener, and its --listen.
-	c.Env = []string{"CHAOS_BROKERS=" + strings.Join(a.s.env.direct, ","), "CHAOS_METRICS_ADDR=" + a.addr}
+	// fills in; the auditor gets the direct listeners (the source
+	// cluster's too, in a cross-cluster scenario), and its --listen.
+	c.Env = []string{"CHAOS_BROKERS=" + strings.Join(a.s.env.direct, ","), "CHAOS_SOURCE_BROKERS=" + strings.Join(a.s.src.direct, ","),
+		"CHAOS_METRICS_ADDR=" + a.addr}
 	p, err := harness.Start(c)
 	if err != nil {
 		return nil, err

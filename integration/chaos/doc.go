@@ -130,10 +130,10 @@
 //     a wrong dead-letter count, an invariant violation counted by a relay,
 //     or an aborted read. Aborted writes (records in aborted transactions,
 //     visible read_uncommitted) are expected under faults and reported.
-//     Where the scenario runs the live auditor (the nemeses, 10 and 14,
-//     and VerifierCatchesDuplicates: `relay audit` started with the
-//     relays, on the direct listener, restarted from its checkpoint if it
-//     exits), it then waits up to 2 minutes for the auditor to have judged
+//     Where the scenario runs the live auditor (every nemesis, 10, 14, 15
+//     and 16, and both duplicate-catching scenarios: `relay audit` started
+//     with the relays, on the direct listeners, restarted from its
+//     checkpoint if it exits), it then waits up to 2 minutes for the auditor to have judged
 //     every record (its lag 0), stops it (SIGTERM, exit 0), and fails
 //     unless each of its counters — judged, lost, duplicated, incomplete,
 //     unexpected, dead-lettered, filtered — equals the verifier's;
@@ -303,7 +303,8 @@
 //     committed on the sink, acknowledgements never sent to the source).
 //     relay verify across the clusters must report the redelivered
 //     records duplicated, and the concurrent reader must have seen them
-//     twice. In every CI run.
+//     twice, and the live auditor beside them must count as many. In
+//     every CI run.
 //     (ZombieStalledCommit, a zombie frozen just before its commit, runs
 //     with scenario 5.)
 //

@@ -914,7 +914,7 @@ func TestChaosCrossClusterVerifierCatchesDuplicates(t *testing.T) {
 		}
 		return nil
 	}
-	s := newScenario(t, needCross, opts{Records: 6_000, Delivery: "at-least-once", Transforms: work, Env: env})
+	s := newScenario(t, needCross, opts{Records: 6_000, Delivery: "at-least-once", Transforms: work, Env: env, Audit: true})
 	s.seedAll()
 	s.startAll()
 	rep := s.finish()
