@@ -27,18 +27,19 @@ import (
 // verify sees it afterwards, while the auditor writes nothing to the
 // pipeline's topics and moves nothing in its share group.
 
-// auditFenceInterval is the auditor's fence interval (its default): how
-// often it reads the share group's start offsets and then the outputs'
-// high watermarks, and judges the records the group has finished below
-// them.
-const auditFenceInterval = 5 * time.Second
+// auditFenceInterval is the auditor's fence interval in these tests
+// (--interval; the default is 5 s, which the chaos suite runs): how often
+// it reads the share group's start offsets and then the outputs' high
+// watermarks, below which it judges the records the group has finished.
+const auditFenceInterval = 2 * time.Second
 
 // auditReportBound is how long after an anomaly the auditor must count
-// it: the wait for the next fence (at most one interval; one more should
-// the fence's read of the start offsets just miss the anomaly), then the
-// reading of the outputs up to that fence's high watermarks and the
-// scrape, a few seconds at most on these few records.
-const auditReportBound = 2*auditFenceInterval + 5*time.Second
+// it: the next fence (at most one interval away; one more should the
+// fence's read of the start offsets just miss the anomaly), the fence
+// after it, whose settling judges the first's records, then the reading
+// up to those fences' high watermarks and the scrape, a few seconds at
+// most on these few records.
+const auditReportBound = 3*auditFenceInterval + 5*time.Second
 
 // liveAudit is a relay audit process on a test pipeline.
 type liveAudit struct {
@@ -52,6 +53,7 @@ func startAudit(t *testing.T, p *harness.Pipeline) *liveAudit {
 	t.Helper()
 	a := &liveAudit{addr: metricsAddr(t)}
 	c := harness.AuditCommand(relayBin, p.Path, a.addr)
+	c.Args = append(c.Args, "--interval", auditFenceInterval.String())
 	c.LogPath = filepath.Join(t.TempDir(), "audit.log")
 	pr, err := harness.Start(c)
 	if err != nil {
