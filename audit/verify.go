@@ -163,60 +163,15 @@ type ReplayReport struct {
 	DuplicatedSample []string `json:"duplicated_sample,omitempty"`
 }
 
-// replayed is what the records naming one dead letter showed.
-type replayed struct {
-	outs    map[int]int // per fan-out index
-	n       int         // the fan-out count they name (-1: disagreeing)
-	letters int
-}
-
-func (r *Report) countReplay(seen map[lineage.Source]*replayed, rec *kgo.Record, at lineage.Source, dlq bool) {
-	x := seen[at]
-	if x == nil {
-		x = &replayed{outs: map[int]int{}}
-		seen[at] = x
-	}
-	if dlq {
-		x.letters++
-		return
-	}
-	i, n, ok := lineage.IndexOf(rec)
-	if !ok || x.n != 0 && x.n != n {
-		n = -1
-	}
-	x.n = n
-	x.outs[i]++
-}
-
-func (r *Report) judgeReplays(seen map[lineage.Source]*replayed) {
+func (r *Report) judgeReplays(seen map[lineage.Source]*Replayed) {
 	if len(seen) == 0 {
 		return
 	}
-	rr := &ReplayReport{DeadLetters: len(seen)}
+	rr := &ReplayReport{}
 	for _, at := range slices.SortedFunc(maps.Keys(seen), func(a, b lineage.Source) int {
 		return cmp.Or(cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
 	}) {
-		x := seen[at]
-		dup := x.letters > 1 || x.n < 0
-		for _, c := range x.outs {
-			rr.Outputs += c
-			dup = dup || c > 1
-		}
-		if len(x.outs) > 0 {
-			rr.Output++
-		}
-		if x.letters > 0 {
-			rr.DeadLettered++
-		}
-		if len(x.outs) > 0 && x.letters > 0 {
-			rr.Both++
-		}
-		if dup {
-			rr.Duplicated++
-			if len(rr.DuplicatedSample) < sampleMax {
-				rr.DuplicatedSample = append(rr.DuplicatedSample, fmt.Sprintf("%s[%d]@%d", at.Topic, at.Partition, at.Offset))
-			}
-		}
+		rr.Add(seen[at].Judge(), at)
 	}
 	r.Replays = rr
 }
@@ -245,7 +200,7 @@ func Verify(ctx context.Context, cfg VerifyConfig) (*Report, error) {
 	if cfg.AtMostOnce {
 		r.Check = "at most once per source record (the pipeline filters)"
 	}
-	out := &outputCounter{r: r, src: src, deadLetter: cfg.DeadLetter, replays: map[lineage.Source]*replayed{}}
+	out := &outputCounter{r: r, src: src, deadLetter: cfg.DeadLetter, replays: map[lineage.Source]*Replayed{}}
 	if err := r.readOutputs(ctx, cfg, out); err != nil {
 		return nil, cfg.onSink(err)
 	}
@@ -287,45 +242,41 @@ type outputCounter struct {
 	// dead-letter topic.
 	unlabelled, foreign int
 	// replays: records naming a dead letter (written by relay dlq replay).
-	replays map[lineage.Source]*replayed
+	replays map[lineage.Source]*Replayed
 }
 
 // counter returns the scan callback that counts an output record (dlq
 // false) or a dead letter (dlq true).
 func (c *outputCounter) counter(dlq bool) func(*kgo.Record) {
+	isSource := func(topic string, partition int32) bool { return c.src.parts[topicPartition{topic, partition}] != nil }
 	return func(rec *kgo.Record) {
 		if rec.Attrs.IsControl() {
 			return
 		}
 		c.r.OutputRecords++
-		s, ok := lineage.SourceOf(rec)
-		if !ok {
+		a := Attribute(rec, dlq, c.deadLetter, isSource)
+		switch a.Kind {
+		case Unlabelled:
 			c.unlabelled++
-			return
-		}
-		p := c.src.parts[topicPartition{s.Topic, s.Partition}]
-		switch {
-		case s.Topic == c.deadLetter && (p == nil || isReplay(rec)):
-			c.r.countReplay(c.replays, rec, s, dlq) // written by relay dlq replay
-		case p == nil:
+		case Replay: // written by relay dlq replay
+			x := c.replays[a.Source]
+			if x == nil {
+				x = &Replayed{}
+				c.replays[a.Source] = x
+			}
+			x.Add(rec, dlq)
+		case Foreign:
 			c.foreign++
-		case !p.count(s.Offset, dlq):
-			p.outside(s.Offset)
-		case !dlq:
-			if i, n, ok := lineage.IndexOf(rec); !ok || n > 1 {
-				p.fanOut(s.Offset, i, n, ok)
+		default:
+			p := c.src.parts[topicPartition{a.Source.Topic, a.Source.Partition}]
+			switch {
+			case !p.count(a.Source.Offset, dlq):
+				p.outside(a.Source.Offset)
+			case a.Numbered:
+				p.fanOut(a)
 			}
 		}
 	}
-}
-
-// isReplay reports whether rec was written by relay dlq replay (it has
-// sharerelay.replay.* headers). Across clusters the dead-letter topic may
-// carry a source topic's name; these headers then tell the records naming
-// a dead letter from those naming a source record.
-func isReplay(rec *kgo.Record) bool {
-	_, _, ok := lineage.ReplayOf(rec)
-	return ok
 }
 
 // readOutputs reads the outputs, then the dead letters, read_committed into
@@ -388,61 +339,11 @@ func (r *Report) judgePartition(tp topicPartition, p *sourcePart, lag, later int
 
 // judgeOffset counts the verdict on offset p.start+i into pr.
 func (pr *PartitionReport) judgeOffset(p *sourcePart, i int, atMostOnce bool) {
-	o := p.start + int64(i)
-	no, nd := p.outputs(i), p.deadLetters(i)
-	if !p.isRecord(i) {
-		if no+nd > 0 {
-			pr.Unexpected++ // an output of an offset that is no record
-		}
-		return
+	var f FanOut
+	if p.fan != nil {
+		f = p.fan[i]
 	}
-	pr.Sources++
-	if p.fan != nil && p.fan[i].n != 0 {
-		no = pr.judgeFanOut(p.fan[i], o)
-	}
-	if no > 0 {
-		pr.Output++
-	}
-	if nd > 0 {
-		pr.DeadLettered++
-	}
-	switch {
-	case no == 0 && nd == 0 && atMostOnce:
-		pr.Filtered++
-	case no == 0 && nd == 0:
-		pr.Lost++
-		if len(pr.LostSample) < sampleMax {
-			pr.LostSample = append(pr.LostSample, o)
-		}
-	}
-	if no > 1 || nd > 1 {
-		pr.Duplicated++
-		if len(pr.DuplicatedSample) < sampleMax {
-			pr.DuplicatedSample = append(pr.DuplicatedSample, o)
-		}
-	}
-	if no > 0 && nd > 0 {
-		pr.Both++
-	}
-}
-
-// judgeFanOut judges the outputs of a fan-out of source offset o: exactly
-// its count of outputs, each index once. It counts an incomplete one into
-// pr and returns the number of outputs to judge the record by: 2 (counted
-// duplicated) or 1.
-func (pr *PartitionReport) judgeFanOut(f fanState, o int64) int {
-	switch {
-	case f.n < 0 || f.seen > uint32(f.n) || f.seen == uint32(f.n) && f.xor != fanXor(int(f.n)):
-		return 2 // counted duplicated by the caller
-	case f.seen < uint32(f.n):
-		pr.Incomplete++
-		if len(pr.IncompleteSample) < sampleMax {
-			pr.IncompleteSample = append(pr.IncompleteSample, o)
-		}
-		return 1
-	default:
-		return 1
-	}
+	pr.Add(Judge(p.counts[i], f, p.isRecord(i), atMostOnce), p.start+int64(i))
 }
 
 // sumTotal adds the partitions' reports into r.Total, with foreign (the
@@ -490,18 +391,14 @@ type sources struct {
 // which are records, and how many outputs and dead letters name each.
 type sourcePart struct {
 	start  int64
-	counts []byte     // low nibble: outputs; high nibble: dead letters (saturating at 15)
-	record []uint64   // bit set: the offset is a data record
-	fan    []fanState // allocated when the partition's records fan out
-	before int        // outputs of offsets below start (deleted by retention, or never records)
-	beyond []int64    // outputs of offsets at or past the snapshot's end (few: the pipeline ran on)
+	counts []Marks  // outputs and dead letters naming each offset
+	record []uint64 // bit set: the offset is a data record
+	fan    []FanOut // allocated when the partition's records fan out
+	before int      // outputs of offsets below start (deleted by retention, or never records)
+	beyond []int64  // outputs of offsets at or past the snapshot's end (few: the pipeline ran on)
 }
 
 func (p *sourcePart) isRecord(i int) bool { return p.record[i/64]&(1<<(i%64)) != 0 }
-func (p *sourcePart) outputs(i int) int   { return int(p.counts[i] & 0x0f) }
-func (p *sourcePart) deadLetters(i int) int {
-	return int(p.counts[i] >> 4)
-}
 
 // count adds an output (or dead letter) of source offset o; it returns
 // false when o is outside the snapshot's range.
@@ -510,62 +407,16 @@ func (p *sourcePart) count(o int64, dlq bool) bool {
 	if i < 0 || i >= int64(len(p.counts)) {
 		return false
 	}
-	c := p.counts[i]
-	if dlq {
-		if c>>4 < 15 {
-			c += 0x10
-		}
-	} else if c&0x0f < 15 {
-		c++
-	}
-	p.counts[i] = c
+	p.counts[i] = p.counts[i].Add(dlq)
 	return true
 }
 
-// fanState is what the outputs of one source record's fan-out showed:
-// the count they name (-1 when they disagree, or a label is malformed),
-// how many were seen, and the XOR of a mix of their indexes — equal to
-// fanXor(n) when each index 0..n-1 was seen once (a duplicate with a
-// missing index, same count, is caught with high probability).
-type fanState struct {
-	n    int32
-	seen uint32
-	xor  uint64
-}
-
-// fanOut counts output index of n of source offset o (ok false: a
-// malformed label).
-func (p *sourcePart) fanOut(o int64, index, n int, ok bool) {
-	i := o - p.start
+// fanOut counts a numbered output a of the partition.
+func (p *sourcePart) fanOut(a Attribution) {
 	if p.fan == nil {
-		p.fan = make([]fanState, len(p.counts))
+		p.fan = make([]FanOut, len(p.counts))
 	}
-	f := &p.fan[i]
-	switch {
-	case !ok || f.n != 0 && int(f.n) != n:
-		f.n = -1
-	case f.n == 0:
-		f.n = int32(n)
-	}
-	f.seen++
-	f.xor ^= mix(uint64(index))
-}
-
-// mix is SplitMix64's finaliser: a cheap, well-spread hash of an index.
-func mix(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
-	x = (x ^ x>>27) * 0x94d049bb133111eb
-	return x ^ x>>31
-}
-
-// fanXor is the fanState.xor of a complete fan-out of n outputs.
-func fanXor(n int) uint64 {
-	var x uint64
-	for i := range n {
-		x ^= mix(uint64(i))
-	}
-	return x
+	p.fan[a.Source.Offset-p.start].Add(a.Index, a.N, a.IndexOK)
 }
 
 // outside records an output of offset o, outside the snapshot's range.
@@ -603,7 +454,7 @@ func readSources(ctx context.Context, opts []kgo.Opt, committed bool, topics []s
 			}
 			n := o.Offset - from
 			s.order = append(s.order, tp)
-			s.parts[tp] = &sourcePart{start: from, counts: make([]byte, n), record: make([]uint64, (n+63)/64)}
+			s.parts[tp] = &sourcePart{start: from, counts: make([]Marks, n), record: make([]uint64, (n+63)/64)}
 		})
 		sort.Slice(s.order, func(i, j int) bool {
 			a, b := s.order[i], s.order[j]

@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sharerelay/sharerelay/audit/live"
 	"github.com/sharerelay/sharerelay/metrics"
 )
 
@@ -25,7 +26,8 @@ const (
 	alertsFile    = "prometheus/sharerelay-alerts.yaml"
 )
 
-// family is one metric metrics.New registers.
+// family is one metric metrics.New (the relay's) or live.NewMetrics (the
+// live auditor's, relay audit) registers.
 type family struct {
 	name, kind string // kind: counter, gauge, histogram, summary
 }
@@ -67,12 +69,13 @@ func (r *recorder) MustRegister(cs ...prometheus.Collector) {
 
 var fqName = regexp.MustCompile(`^Desc\{fqName: "([^"]+)"`)
 
-// exported returns every metric metrics.New registers on a fresh
-// registry, by the name of each series Prometheus stores.
+// exported returns every metric metrics.New and live.NewMetrics register
+// on a fresh registry, by the name of each series Prometheus stores.
 func exported(t *testing.T) (bySeries map[string]family, families []family) {
 	t.Helper()
 	rec := &recorder{Registry: prometheus.NewRegistry()}
 	metrics.New(rec, "p")
+	live.NewMetrics(rec, "p")
 	bySeries = map[string]family{}
 	seen := map[string]bool{}
 	for _, c := range rec.collectors {
@@ -328,7 +331,7 @@ func TestDashboardAndAlertsQueryOnlyMetricsTheRelayExports(t *testing.T) {
 	for _, q := range append(dashboardQueries(t), ruleQueries(t)...) {
 		for _, n := range q.expr.names() {
 			if _, ok := bySeries[n]; !ok && !(scrapeSeries[n] && strings.HasPrefix(q.where, alertsFile)) {
-				t.Errorf("%s: %s is not a series the relay exports (metrics.New)", q.where, n)
+				t.Errorf("%s: %s is not a series the relay or its auditor exports (metrics.New, live.NewMetrics)", q.where, n)
 			}
 		}
 	}
@@ -448,6 +451,9 @@ var requiredAlerts = []string{
 	"SharerelayReleasedOnLastDelivery",
 	"SharerelayUnsettledClaims",
 	"SharerelayAmbiguousCommitUnresolved",
+	"SharerelayAuditLost",
+	"SharerelayAuditDuplicated",
+	"SharerelayAuditLagGrowing",
 }
 
 var (

@@ -153,6 +153,30 @@ cluster, the outputs, dead letters and ledger on the sink cluster.
 		run:      cmdVerify,
 	},
 	{
+		name:     "audit",
+		synopsis: "audit [flags] <pipeline.yaml>",
+		summary:  "audit a running pipeline continuously: relay verify's verdict as metrics",
+		about: `Runs beside the relay and judges every source record as relay verify
+would, once it has settled: once the share group has acknowledged it and
+every transaction that could still write its outputs has ended
+(docs/operations.md, "Live audit", states the rule). It never judges a
+record in flight. Its counters — records judged, lost, duplicated,
+incomplete, unexpected, dead-lettered, filtered — and its lag are served
+on --listen (/metrics, /healthz, /readyz). It resumes from a checkpoint (a
+compacted topic <pipeline>.audit on the sink cluster, or
+--checkpoint-file), so its counters continue across restarts. It writes
+nothing but the checkpoint. On SIGTERM or SIGINT it writes the checkpoint
+and exits 0. With --once it judges what is acknowledged by now, prints a
+report like relay verify's and exits.
+
+` + fileNote,
+		exit0:    "stopped cleanly on SIGTERM or SIGINT; with --once, exact (or only the duplicates at-least-once allows)",
+		exit1:    "the audit could not start or run (the checkpoint unreadable, the clusters unreachable); with --once, not exact, or no fence settled within --timeout",
+		exit2:    configExit2 + "; the --listen address invalid or in use",
+		examples: []string{"relay audit configs/booknest-packing.yaml", "relay audit --listen :9465 --interval 10s configs/booknest-packing.yaml", "relay audit --once --no-checkpoint configs/booknest-packing.yaml"},
+		run:      cmdAudit,
+	},
+	{
 		name:     "dlq",
 		synopsis: "dlq inspect|replay [flags] <pipeline.yaml>",
 		summary:  "inspect the dead letters, or replay them",

@@ -296,6 +296,107 @@ var alertCases = []alertCase{
 			counter("sharerelay_dead_letters_total", "orders", "a:9464", "0", "0+3x20 0+3x20"),
 		at: 40 * time.Minute,
 	},
+
+	// The live audit's alerts: its counters are per source partition,
+	// from its own scrape target.
+	{
+		name:   "a loss the live audit judges fires at once",
+		rule:   "SharerelayAuditLost",
+		series: audited("sharerelay_audit_lost_total", "orders", "audit:9465", "0x10 1x10"),
+		at:     12 * time.Minute,
+		labels: auditLabels,
+		want:   []string{"pipeline=orders,topic=orders,partition=0"},
+	},
+	{
+		name:   "an audit that judges nothing lost does not fire",
+		rule:   "SharerelayAuditLost",
+		series: audited("sharerelay_audit_lost_total", "orders", "audit:9465", "0x40"),
+		at:     40 * time.Minute,
+		labels: auditLabels,
+	},
+	{
+		name:   "a loss judged on the auditor's first start, before its first scrape, fires",
+		rule:   "SharerelayAuditLost",
+		series: audited("sharerelay_audit_lost_total", "orders", "audit:9465", "_x10 3x10"),
+		at:     12 * time.Minute,
+		labels: auditLabels,
+		want:   []string{"pipeline=orders,topic=orders,partition=0"},
+	},
+	{
+		name: "an old loss does not fire again when the auditor restarts from its checkpoint, on another instance",
+		rule: "SharerelayAuditLost",
+		series: audited("sharerelay_audit_lost_total", "orders", "audit-a:9465", "2x30 stale") +
+			audited("sharerelay_audit_lost_total", "orders", "audit-b:9465", "_x31 2x30"),
+		at:     40 * time.Minute,
+		labels: auditLabels,
+	},
+	{
+		name: "a duplicate in an exactly-once pipeline fires",
+		rule: "SharerelayAuditDuplicated",
+		series: audited("sharerelay_audit_duplicated_total", "orders", "audit:9465", "0x10 1x10") +
+			audited("sharerelay_audit_both_total", "orders", "audit:9465", "0x20") + auditInfo("orders", "exactly-once"),
+		at:     12 * time.Minute,
+		labels: auditLabels,
+		want:   []string{"pipeline=orders,topic=orders,partition=0"},
+	},
+	{
+		name: "a record in the output and the dead letters of an exactly-once pipeline fires",
+		rule: "SharerelayAuditDuplicated",
+		series: audited("sharerelay_audit_duplicated_total", "orders", "audit:9465", "0x20") +
+			audited("sharerelay_audit_both_total", "orders", "audit:9465", "0x10 1x10") + auditInfo("orders", "exactly-once"),
+		at:     12 * time.Minute,
+		labels: auditLabels,
+		want:   []string{"pipeline=orders,topic=orders,partition=0"},
+	},
+	{
+		name: "duplicates of an at-least-once pipeline do not fire",
+		rule: "SharerelayAuditDuplicated",
+		series: audited("sharerelay_audit_duplicated_total", "orders", "audit:9465", "0+3x20") +
+			audited("sharerelay_audit_both_total", "orders", "audit:9465", "0x20") + auditInfo("orders", "at-least-once"),
+		at:     12 * time.Minute,
+		labels: auditLabels,
+	},
+	{
+		name:   "a judgement stuck for over 10 minutes, and still falling behind, fires",
+		rule:   "SharerelayAuditLagGrowing",
+		series: auditLag("orders", "0+60x30"),
+		at:     20 * time.Minute,
+		labels: []string{"pipeline"},
+		want:   []string{"pipeline=orders"},
+	},
+	{
+		name:   "a judgement that catches up does not fire",
+		rule:   "SharerelayAuditLagGrowing",
+		series: auditLag("orders", "0+60x12 5x20"),
+		at:     30 * time.Minute,
+		labels: []string{"pipeline"},
+	},
+	{
+		name:   "an audit judging every few seconds does not fire",
+		rule:   "SharerelayAuditLagGrowing",
+		series: auditLag("orders", "5x40"),
+		at:     40 * time.Minute,
+		labels: []string{"pipeline"},
+	},
+}
+
+// auditLabels are the labels the live audit's partition alerts carry.
+var auditLabels = []string{"pipeline", "topic", "partition"}
+
+// audited is a live-audit counter of pipeline p's source partition
+// orders[0], scraped from instance i.
+func audited(name, p, i, values string) string {
+	return fmt.Sprintf("%s{job=\"audit\", pipeline=%q, instance=%q, topic=\"orders\", partition=\"0\"} %s\n", name, p, i, values)
+}
+
+// auditInfo is the live audit's info series: pipeline p's delivery.
+func auditInfo(p, delivery string) string {
+	return fmt.Sprintf("sharerelay_audit_info{job=\"audit\", pipeline=%q, instance=\"audit:9465\", delivery=%q} 1x40\n", p, delivery)
+}
+
+// auditLag is the live audit's lag in seconds for pipeline p.
+func auditLag(p, values string) string {
+	return fmt.Sprintf("sharerelay_audit_lag_seconds{job=\"audit\", pipeline=%q, instance=\"audit:9465\"} %s\n", p, values)
 }
 
 func TestAlertRulesFireWhenTheyMust(t *testing.T) {
@@ -320,7 +421,8 @@ func TestEveryNewRuleHasCases(t *testing.T) {
 			quiet[c.rule] = true
 		}
 	}
-	for _, r := range []string{"SharerelayPipelineDown", "SharerelayInstanceDown", "SharerelayDeadLetterRateHigh"} {
+	for _, r := range []string{"SharerelayPipelineDown", "SharerelayInstanceDown", "SharerelayDeadLetterRateHigh",
+		"SharerelayAuditLost", "SharerelayAuditDuplicated", "SharerelayAuditLagGrowing"} {
 		if !fires[r] || !quiet[r] {
 			t.Errorf("%s: a case where it fires: %v, one where it does not: %v; want both", r, fires[r], quiet[r])
 		}
