@@ -296,7 +296,6 @@ type loop struct {
 	target, reached *fence
 	inFlight        bool
 	lastReq         time.Time
-	firstSeq        uint64 // the first fence of this run
 	judged          int
 	fenceErr        error
 	readErr         error
@@ -318,9 +317,6 @@ func (l *loop) run(ctx context.Context, fenceReq chan<- uint64, fenceRes <-chan 
 		}
 		l.s.nextSeq++
 		l.inFlight, l.lastReq = true, time.Now()
-		if l.firstSeq == 0 {
-			l.firstSeq = seq
-		}
 		return true
 	}
 	request()

@@ -644,3 +644,29 @@ func TestARestoredOutputOfALostMarkerIsNotJudgedLost(t *testing.T) {
 		})
 	}
 }
+
+// Started at the topics' ends, the audit judges only what comes after:
+// an earlier record without output is none of its business, nor are the
+// earlier outputs.
+func TestAnAuditFromTheEndJudgesOnlyWhatComesAfter(t *testing.T) {
+	p := newPipe(t, true, 1)
+	p.produce(5)
+	before := p.take(5)
+	for _, rec := range before[1:] {
+		p.write(out(rec, false, 0, 1))
+	}
+	p.ack(before...) // before[0] lost, before the audit
+	r := p.run(func(c *Config) { c.FromEnd = true })
+	p.judgements(r, 2)
+	p.produce(5)
+	after := p.take(5)
+	for _, rec := range after {
+		p.write(out(rec, false, 0, 1))
+	}
+	p.write(out(before[2], false, 0, 1)) // a late duplicate of a record before the audit: not judged, not counted
+	p.ack(after...)
+	rep := p.judged(r, 5)
+	if rep.Total.Sources != 5 || rep.Total.Lost != 0 || rep.Total.Duplicated != 0 || !rep.Exact {
+		t.Fatalf("%+v exact %v; want the 5 records after the start judged, exact", rep.Total, rep.Exact)
+	}
+}

@@ -143,3 +143,41 @@ func measureMemory(t *testing.T, total int64, fan int, perOffset float64) {
 		t.Errorf("the heap grew by %d bytes between 1M and %d records: the state grows with history", grown, total)
 	}
 }
+
+// A dead letter replayed twice (relay dlq replay run twice over it) is a
+// duplicate of the replay, counted under the dead letter's partition, as
+// relay verify counts it.
+func TestADeadLetterReplayedTwiceIsADuplicate(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := newState(audit.VerifyConfig{Sources: []string{"src"}, Outputs: []string{"out"}, DeadLetter: "dlq"}, false, NewMetrics(reg, "p"))
+	replay := func(dlqOffset int64) *kgo.Record {
+		hs := lineage.SetSource(nil, lineage.Source{Topic: "dlq", Offset: dlqOffset})
+		return &kgo.Record{Topic: "out", Headers: lineage.SetReplay(hs, lineage.Source{Topic: "src", Offset: 7}, "job-1")}
+	}
+	s.outputRecord(replay(3), false)
+	s.outputRecord(replay(4), false)
+	s.outputRecord(replay(3), false) // the second replay of dead letter 3
+	rep := s.report("p", "exactly-once")
+	if rep.Replays == nil || rep.Replays.DeadLetters != 2 || rep.Replays.Duplicated != 1 || rep.Exact {
+		t.Fatalf("replays %+v exact %v; want 2 dead letters replayed, 1 twice, not exact", rep.Replays, rep.Exact)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "sharerelay_audit_duplicated_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.Counter.GetValue() == 1 {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "topic" && l.GetValue() == "dlq" {
+						return
+					}
+				}
+			}
+		}
+	}
+	t.Fatal("no sharerelay_audit_duplicated_total{topic=\"dlq\"} of 1")
+}

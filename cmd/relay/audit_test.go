@@ -28,7 +28,7 @@ func TestAuditOnceJudgesWhatTheGroupAcceptedAcrossClusters(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if code := run([]string{"audit", "--once", "--json", "--checkpoint-file", filepath.Join(t.TempDir(), "cp.json"), "--listen", "", cfg}, &out, &errb); code != exitOK {
+	if code := run([]string{"audit", "--once", "--json", "--interval", "100ms", "--checkpoint-file", filepath.Join(t.TempDir(), "cp.json"), "--listen", "", cfg}, &out, &errb); code != exitOK {
 		t.Fatalf("--json: exit %d, want 0\n%s", code, errb.String())
 	}
 	var rep struct {
