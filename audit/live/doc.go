@@ -9,11 +9,12 @@
 // Every Config.Interval the auditor takes a fence: first it reads each
 // source partition's share-partition start offset (SPSO) from the share
 // group, then the high watermark of every output and dead-letter
-// partition. A source record below its partition's SPSO is judged once
-// the auditor's read_committed readers of the outputs and dead letters
-// have read up to that fence's high watermarks, and its source reader up
-// to the SPSO. A read_committed reader reaches a high watermark only once
-// every transaction that wrote below it has ended.
+// partition. Its read_committed readers read every output and dead-letter
+// partition up to the fence's high watermarks, and its source reader up
+// to the SPSO; a read_committed reader reaches a high watermark only once
+// every transaction that wrote below it has ended. The next fence is
+// taken once they are there, and a source record below the SPSO of a
+// fence is judged when the readers have reached the next fence's ends.
 //
 // Why no record in flight is judged: the relay acknowledges a record only
 // after its outputs' transaction committed (exactly-once) or the brokers
@@ -26,10 +27,20 @@
 // where the group reports no lag on a partition, the fence takes the
 // partition's end, read before, instead. A hanging transaction holds its
 // partition's last stable offset, so judgement waits (the audit's lag
-// grows) rather than calling anything lost. When the broker breaks the
-// premise — a transaction reported committed that was in fact aborted —
-// the record is judged lost, which is the truth. A record the broker
-// archived at its delivery limit without output is lost too.
+// grows) rather than calling anything lost.
+//
+// Why one fence later: when a broker loses a commit marker, the
+// committed outputs stay in an open transaction, and the relay closes it
+// with an abort only after writing them again in a transaction of its
+// other producer (docs/exactly-once.md). The readers get past the open
+// transaction only after that, so the copies lie below the ends of the
+// next fence; judged at its own fence, such a record would be called
+// lost, then its copy a late duplicate.
+//
+// When the broker breaks the premise otherwise — a transaction reported
+// committed that was in fact aborted (KAFKA-21181) — the record is judged
+// lost, which is the truth. A record the broker archived at its delivery
+// limit without output is lost too.
 //
 // # Judgement
 //
@@ -46,7 +57,7 @@
 // watermark and the newest fence: a byte of marks and a bit per offset
 // (16 bytes more per offset of a chunk where outputs fan out), in chunks
 // freed as judgement passes them, plus counters. Its readers pause at
-// the current fence's bounds, so they hold no more than one fence ahead.
+// the current fence's bounds, so they hold no more than two fences.
 // Catching up after a long stop holds the backlog the same way, about
 // 1.13 bytes a record, like relay verify.
 //
