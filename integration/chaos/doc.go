@@ -133,10 +133,11 @@
 //     Where the scenario runs the live auditor (every nemesis, 10, 14, 15
 //     and 16, and both duplicate-catching scenarios: `relay audit` started
 //     with the relays, on the direct listeners, restarted from its
-//     checkpoint if it exits), it then waits up to 2 minutes for the auditor to have judged
-//     every record (its lag 0), stops it (SIGTERM, exit 0), and fails
-//     unless each of its counters — judged, lost, duplicated, incomplete,
-//     unexpected, dead-lettered, filtered — equals the verifier's;
+//     checkpoint if it exits), it then waits up to 2 minutes for the
+//     auditor to have judged every record (its lag 0), stops it (SIGTERM,
+//     exit 0), and fails unless each of its counters — judged, lost,
+//     duplicated, incomplete, unexpected, dead-lettered, filtered — equals
+//     the verifier's;
 //  8. logs one report line (and writes CHAOS_REPORT): records, SIGKILLs,
 //     failpoint kills, SIGTERMs, SIGSTOPs, network faults by kind, broker
 //     kill -9s and clean restarts (on the cluster: node faults by kind
