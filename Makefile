@@ -99,7 +99,10 @@ lint:
 # runs); BENCH_ARGS='-records 200000 -runs 3' for a quick look.
 # The relay also runs as its own process (bin/relay), 3 runs of each mode,
 # for its peak RSS, its CPU a record and exactly-once over at-least-once
-# as an operator runs it, and the latency runs alternate with those of the bench of
+# as an operator runs it, then once more in exactly-once with the live
+# auditor (relay audit) beside it, for the auditor's CPU-seconds per
+# million records and peak RSS beside the relay's; and the latency runs
+# alternate with those of the bench of
 # BENCH_BASELINE (the relay of the day the throughput issue was filed),
 # built from git; BENCH_BASELINE= leaves the baseline out.
 BENCH_BASELINE ?= 080df91

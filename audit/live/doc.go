@@ -22,7 +22,10 @@
 // record is acknowledged; so its outputs were written before the SPSO was
 // read, hence below the high watermarks read after. Records acquired and
 // not acknowledged, or whose transaction is still open, are at or above
-// the SPSO and wait for a later fence. A hanging transaction holds its
+// the SPSO and wait for a later fence. The SPSO Kafka reports trails the
+// records acknowledged last (it is stored with a later acknowledgement);
+// where the group reports no lag on a partition, the fence takes the
+// partition's end, read before, instead. A hanging transaction holds its
 // partition's last stable offset, so judgement waits (the audit's lag
 // grows) rather than calling anything lost.
 //

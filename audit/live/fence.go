@@ -17,8 +17,20 @@ import (
 // acknowledges a record only once its outputs' transaction committed
 // (exactly-once) or the brokers acknowledged its outputs (at-least-once),
 // so those outputs are below the ends read after.
+//
+// The start offset the group reports trails what it acknowledged: the
+// broker persists a partition's new start offset only with a later
+// acknowledgement, so the last records acknowledged before the group
+// goes idle stay above it. Where the group reports no lag, every record
+// below the partition's end is acknowledged (none is available,
+// acquired or waiting); the fence then takes the end read just before,
+// which is no later than the one the lag was counted against.
 func takeFence(ctx context.Context, src, sink *kadm.Client, group string, sources, outputs []string, seq uint64) (*fence, error) {
 	f := &fence{seq: seq, taken: time.Now(), spso: map[tp]int64{}}
+	_, before, err := offsets(ctx, src, sources)
+	if err != nil {
+		return nil, err
+	}
 	desc, err := src.DescribeShareGroupOffsets(ctx, group)
 	if err != nil {
 		return nil, fmt.Errorf("describing share group %s offsets: %w", group, err)
@@ -39,8 +51,12 @@ func takeFence(ctx context.Context, src, sink *kadm.Client, group string, source
 			continue
 		}
 		for p, o := range ps {
-			if o.Err == nil && o.StartOffset >= 0 {
-				f.spso[tp{t, p}] = o.StartOffset
+			if o.Err != nil || o.StartOffset < 0 {
+				continue
+			}
+			f.spso[tp{t, p}] = o.StartOffset
+			if end, ok := before[tp{t, p}]; ok && o.Lag == 0 {
+				f.spso[tp{t, p}] = max(o.StartOffset, end)
 			}
 		}
 	}

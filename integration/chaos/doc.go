@@ -129,7 +129,15 @@
 //     unexpected record, a record both in the output and the dead letters,
 //     a wrong dead-letter count, an invariant violation counted by a relay,
 //     or an aborted read. Aborted writes (records in aborted transactions,
-//     visible read_uncommitted) are expected under faults and reported;
+//     visible read_uncommitted) are expected under faults and reported.
+//     Where the scenario runs the live auditor (every nemesis, 10, 14, 15
+//     and 16, and both duplicate-catching scenarios: `relay audit` started
+//     with the relays, on the direct listeners, restarted from its
+//     checkpoint if it exits), it then waits up to 2 minutes for the
+//     auditor to have judged every record (its lag 0), stops it (SIGTERM,
+//     exit 0), and fails unless each of its counters — judged, lost,
+//     duplicated, incomplete, unexpected, dead-lettered, filtered — equals
+//     the verifier's;
 //  8. logs one report line (and writes CHAOS_REPORT): records, SIGKILLs,
 //     failpoint kills, SIGTERMs, SIGSTOPs, network faults by kind, broker
 //     kill -9s and clean restarts (on the cluster: node faults by kind
@@ -138,7 +146,8 @@
 //     transactions completed, relay
 //     exits, records polled, redeliveries, transactions committed /
 //     aborted / unknown, ack errors, claim conflicts, already-committed
-//     records, aborted records, what the reader saw, time, verdict.
+//     records, aborted records, what the reader saw, the live auditor's
+//     final counters (audit=[judged N lost L dup D lag 0]), time, verdict.
 //
 // On failure the relay logs and configs are kept (path printed) and the
 // tails logged; the broker directory is kept by TestMain.
@@ -295,7 +304,8 @@
 //     committed on the sink, acknowledgements never sent to the source).
 //     relay verify across the clusters must report the redelivered
 //     records duplicated, and the concurrent reader must have seen them
-//     twice. In every CI run.
+//     twice, and the live auditor beside them must count as many. In
+//     every CI run.
 //     (ZombieStalledCommit, a zombie frozen just before its commit, runs
 //     with scenario 5.)
 //
@@ -303,7 +313,8 @@
 // claims: scenario 8's pipeline plus scenario 2's SIGKILLs (from 5% until
 // 60%), in at-least-once mode, must produce duplicates, and the verifier
 // (and the concurrent reader) must report them; the test fails if they
-// report none.
+// report none. The live auditor beside the relays must count as many
+// duplicated records as the verifier.
 //
 // # Broker crashes on a single node: hanging transactions
 //

@@ -55,6 +55,10 @@ type opts struct {
 	// relays; the outputs that went with it are excused (churnedOutputs)
 	// and the concurrent reader, which reads the topic, is not compared.
 	OutputChurn bool
+	// Audit runs the live auditor (relay audit) beside the relays from
+	// startAll on; finish then requires its final counters to equal the
+	// verifier's verdict (audit_test.go).
+	Audit bool
 }
 
 // recordsDefault is CHAOS_RECORDS or 100,000.
@@ -94,8 +98,10 @@ type scenario struct {
 	srcAdm *kadm.Client
 	relays []*relay
 	reader *committedReader
-	res    *result
-	resMu  sync.Mutex
+	// auditor is the live auditor, when opts.Audit.
+	auditor *auditor
+	res     *result
+	resMu   sync.Mutex
 
 	stopping atomic.Bool
 	scrapeWG sync.WaitGroup
@@ -434,6 +440,9 @@ func (s *scenario) seedAll() {
 func (s *scenario) startAll() {
 	s.t.Helper()
 	s.startReader()
+	if s.o.Audit {
+		s.startAuditor()
+	}
 	for _, r := range s.relays {
 		r.start()
 	}
@@ -666,6 +675,9 @@ func (s *scenario) teardown() {
 	if s.reader != nil {
 		s.reader.stop()
 	}
+	if s.auditor != nil {
+		s.auditor.kill()
+	}
 	s.healAllQuiet()
 	if c := s.env.cluster; c != nil {
 		// A failed scenario may leave a node down or frozen; the next
@@ -801,6 +813,9 @@ func (s *scenario) finish(extra ...func(*audit.Report) []string) *audit.Report {
 	}
 	if m := s.res.InvariantBreaks; m > 0 {
 		problems = append(problems, fmt.Sprintf("the relays counted %d invariant violations", m))
+	}
+	if s.auditor != nil {
+		problems = append(problems, s.auditor.judge(rep)...)
 	}
 	for _, f := range extra {
 		problems = append(problems, f(rep)...)

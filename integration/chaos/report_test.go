@@ -93,6 +93,9 @@ type result struct {
 
 	ReaderRecords    int `json:"reader_records"`
 	ReaderDuplicates int `json:"reader_duplicates"`
+	// Audit is the live auditor's final counters, when the scenario ran
+	// it (opts.Audit).
+	Audit *auditResult `json:"live_audit,omitempty"`
 
 	Output         int    `json:"verified_output"`
 	DeadLettered   int    `json:"verified_dead_letters"`
@@ -198,12 +201,12 @@ func (r *result) nodesString() string {
 
 // line is the one-line summary logged per scenario.
 func (r *result) line() string {
-	return fmt.Sprintf("CHAOS %s seed=%d %s records=%d relays=%dx%d%s | kills=%d failpoint-kills=%d sigterms=%d sigstops=%d network=[%s] broker-kill9=%s broker-restarts=%s%s (share-stalls %d) hanging-txns=%d (held %d, continued %d) orphaned-claims=%d (settled %d committed, %d aborted; unsettled %d) relay-exits=%d processes=%d | polled=%d redeliveries=%d txn committed=%d aborted=%d unknown=%d ambiguous=%d(committed %d) producer-resets=%d ack-errors=%d claim-conflicts=%d already-committed=%d | output=%d dead-letters=%d aborted-records=%d reader=%d (dups %d) | %s | %s",
+	return fmt.Sprintf("CHAOS %s seed=%d %s records=%d relays=%dx%d%s | kills=%d failpoint-kills=%d sigterms=%d sigstops=%d network=[%s] broker-kill9=%s broker-restarts=%s%s (share-stalls %d) hanging-txns=%d (held %d, continued %d) orphaned-claims=%d (settled %d committed, %d aborted; unsettled %d) relay-exits=%d processes=%d | polled=%d redeliveries=%d txn committed=%d aborted=%d unknown=%d ambiguous=%d(committed %d) producer-resets=%d ack-errors=%d claim-conflicts=%d already-committed=%d | output=%d dead-letters=%d aborted-records=%d reader=%d (dups %d)%s | %s | %s",
 		r.Scenario, r.Seed, r.Delivery, r.Records, r.Relays, r.Workers, r.clustersString(),
 		r.Kills, r.FailpointKills, r.Terms, r.Pauses, r.toxicsString(), r.perCluster(r.SourceBrokerKills, r.BrokerKills), r.perCluster(r.SourceBrokerStops, r.BrokerStops), r.nodesString(), r.ShareStalls, r.HangingTxns, r.HeldHanging, r.LostMarkers,
 		r.OrphanedClaims, r.SettledCommitted, r.SettledAborted, r.UnsettledClaims, r.RelayExits, r.Incarnations,
 		r.Polled, r.Redeliveries, r.Committed, r.Aborted, r.Unknown, r.Ambiguous, r.AmbiguousCommitted, r.ProducerResets, r.AckErrors, r.ClaimConflicts, r.AlreadyCommitted,
-		r.Output, r.DeadLettered, r.AbortedRecords, r.ReaderRecords, r.ReaderDuplicates, r.Elapsed, r.Verdict)
+		r.Output, r.DeadLettered, r.AbortedRecords, r.ReaderRecords, r.ReaderDuplicates, r.Audit, r.Elapsed, r.Verdict)
 }
 
 var (
@@ -241,8 +244,8 @@ func writeReport() {
 
 func markdown(rs []*result) string {
 	var b strings.Builder
-	b.WriteString("| scenario | seed | delivery | records | relays×workers | SIGKILL | failpoint kills | SIGTERM | SIGSTOP | network faults | broker kill -9 / clean | node faults (by role), leader changes | hanging txns completed (held) | orphaned claims (settled C/A, unsettled) | relay exits | redeliveries | txn aborted | txn unknown | ambiguous commits | producer resets | ack errors | claim conflicts | aborted records | dead letters | time | verifier |\n")
-	b.WriteString("|---|---:|---|---:|---|---:|---:|---:|---:|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| scenario | seed | delivery | records | relays×workers | SIGKILL | failpoint kills | SIGTERM | SIGSTOP | network faults | broker kill -9 / clean | node faults (by role), leader changes | hanging txns completed (held) | orphaned claims (settled C/A, unsettled) | relay exits | redeliveries | txn aborted | txn unknown | ambiguous commits | producer resets | ack errors | claim conflicts | aborted records | dead letters | live audit | time | verifier |\n")
+	b.WriteString("|---|---:|---|---:|---|---:|---:|---:|---:|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n")
 	var total time.Duration
 	for _, r := range rs {
 		total += r.elapsed
@@ -250,10 +253,14 @@ func markdown(rs []*result) string {
 		if r.Nodes > 1 {
 			nodes = fmt.Sprintf("%s (%s), %d", countsString(r.NodeFaults), countsString(r.NodeRoles), r.LeaderChanges)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %d | %d×%d | %d | %d | %d | %d | %s | %s / %s | %s | %d (%d) | %d (%d/%d, %d) | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s |\n",
+		live := "–"
+		if a := r.Audit; a != nil {
+			live = strings.TrimSuffix(strings.TrimPrefix(a.String(), " audit=["), "]")
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %d | %d×%d | %d | %d | %d | %d | %s | %s / %s | %s | %d (%d) | %d (%d/%d, %d) | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s |\n",
 			r.Scenario, r.Seed, r.Delivery, r.Records, r.Relays, r.Workers, r.Kills, r.FailpointKills, r.Terms, r.Pauses,
 			r.toxicsString(), r.perCluster(r.SourceBrokerKills, r.BrokerKills), r.perCluster(r.SourceBrokerStops, r.BrokerStops), nodes, r.HangingTxns, r.HeldHanging, r.OrphanedClaims, r.SettledCommitted, r.SettledAborted, r.UnsettledClaims, r.RelayExits, r.Redeliveries, r.Aborted, r.Unknown, r.Ambiguous, r.ProducerResets, r.AckErrors,
-			r.ClaimConflicts, r.AbortedRecords, r.DeadLettered, r.Elapsed, r.Verdict)
+			r.ClaimConflicts, r.AbortedRecords, r.DeadLettered, live, r.Elapsed, r.Verdict)
 	}
 	fmt.Fprintf(&b, "\nTotal scenario time: %s\n", total.Round(time.Second))
 	return b.String()

@@ -440,7 +440,7 @@ func nemesis(t *testing.T, n needs, records int, dur time.Duration) {
 		}
 		return []string{fp(specs[s.intn(len(specs))])}
 	}
-	s = newScenario(t, n, opts{Records: records, Workers: 3, Transforms: work, Env: env})
+	s = newScenario(t, n, opts{Records: records, Workers: 3, Transforms: work, Env: env, Audit: true})
 	records = s.o.Records
 	s.seedRange(1, records/10)
 	s.startAll()
@@ -837,6 +837,7 @@ func nemesisDuration() time.Duration {
 func TestChaosVerifierCatchesDuplicates(t *testing.T) {
 	o := slowOpts("at-least-once")
 	o.Env = func(int, int) []string { return widen }
+	o.Audit = true
 	s := newScenario(t, 0, o)
 	s.seedAll()
 	s.startAll()
@@ -913,7 +914,7 @@ func TestChaosCrossClusterVerifierCatchesDuplicates(t *testing.T) {
 		}
 		return nil
 	}
-	s := newScenario(t, needCross, opts{Records: 6_000, Delivery: "at-least-once", Transforms: work, Env: env})
+	s := newScenario(t, needCross, opts{Records: 6_000, Delivery: "at-least-once", Transforms: work, Env: env, Audit: true})
 	s.seedAll()
 	s.startAll()
 	rep := s.finish()

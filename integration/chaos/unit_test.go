@@ -76,6 +76,28 @@ func TestReportLineNodes(t *testing.T) {
 	}
 }
 
+// The report line carries the live auditor's final counters when the
+// scenario ran it, and nothing about it otherwise.
+func TestReportLineLiveAudit(t *testing.T) {
+	without := &result{Scenario: "Control", Nodes: 1, Toxics: map[string]int{}}
+	if l := without.line(); strings.Contains(l, "audit=") || !strings.Contains(l, "reader=0 (dups 0) |") {
+		t.Errorf("line without an auditor: %s", l)
+	}
+	with := &result{Scenario: "Nemesis", Nodes: 1, Toxics: map[string]int{},
+		Audit: &auditResult{Judged: 100000, Lost: 0, Duplicated: 0, Lag: 0}}
+	if l := with.line(); !strings.Contains(l, "reader=0 (dups 0) audit=[judged 100000 lost 0 dup 0 lag 0] |") {
+		t.Errorf("line with an auditor: %s", l)
+	}
+	with.Audit.Exits, with.Audit.Duplicated = 2, 31
+	if l := with.line(); !strings.Contains(l, "audit=[judged 100000 lost 0 dup 31 lag 0 exits 2]") {
+		t.Errorf("line with an auditor that was restarted: %s", l)
+	}
+	md := markdown([]*result{without, with})
+	if !strings.Contains(md, "| live audit |") || !strings.Contains(md, "| judged 100000 lost 0 dup 31 lag 0 exits 2 |") || !strings.Contains(md, "| – |") {
+		t.Errorf("markdown:\n%s", md)
+	}
+}
+
 // A cross-cluster scenario's line says clusters=2 and counts the network
 // faults and broker bounces per cluster; a scenario on one cluster keeps
 // its line as it was.

@@ -88,6 +88,10 @@ func (p *Proc) Name() string { return p.name }
 // LogPath returns the file that receives the process's output.
 func (p *Proc) LogPath() string { return p.logPath }
 
+// Pid returns the process id, to read the process's entries in /proc (its
+// CPU time, its peak resident set size) while it runs.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
 // Signal sends sig to the process. It fails once the process has exited
 // (os.ErrProcessDone), never signalling another process that reused the
 // pid.

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sharerelay/sharerelay/audit"
+	"github.com/sharerelay/sharerelay/audit/live"
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/lineage"
 )
@@ -49,6 +50,9 @@ type contender struct {
 	// process: the relay runs as its own process, the shipped binary
 	// (-relay-bin), instead of inside the bench.
 	process bool
+	// audit: the live auditor (relay audit) runs beside the relay
+	// process (audit.go).
+	audit bool
 	// A variant (-relay-variants) is a relay contender with batch
 	// settings of its own, over the relay's defaults and -relay-batch;
 	// base names the contender it varies and is compared with, slug
@@ -177,6 +181,14 @@ func (t *tracker) sinceFirst() time.Duration {
 	return time.Since(t.first)
 }
 
+// doneAt is when the last record was acknowledged; valid once done is
+// closed.
+func (t *tracker) doneAt() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last
+}
+
 // elapsed is the timed span; valid once done is closed.
 func (t *tracker) elapsed() time.Duration {
 	t.mu.Lock()
@@ -269,6 +281,9 @@ func (b *bench) setUpTrial(ctx context.Context, t trial, created *[]string) (tri
 			ledger := t.name + config.DefaultLedgerSuffix
 			*created = append(*created, ledger, ledger+".snapshots")
 		}
+		if t.c.audit { // the auditor's checkpoint
+			*created = append(*created, live.CheckpointTopic(t.name))
+		}
 	}
 	return t, nil
 }
@@ -284,7 +299,7 @@ func (b *bench) runContender(ctx context.Context, t trial, tr *tracker, tc *trac
 	switch {
 	case t.c.process:
 		var cpu time.Duration
-		rr.PeakRSSMB, cpu, err = b.runRelayProcess(ctx, t, tr)
+		rr.PeakRSSMB, cpu, rr.Audit, err = b.runRelayProcess(ctx, t, tr)
 		rr.CPUSeconds = cpu.Seconds()
 	case t.c.isRelay():
 		rr.Phases, rr.AcquireMode, err = b.runRelay(ctx, t, tr, tc)

@@ -152,6 +152,13 @@
 // cluster, summed) used over the same span, over the records: on one
 // machine the brokers and the clients compete for the same cores.
 //
+// The live auditor (-audit-runs, with -relay-bin). relay-eos runs once
+// more as its own process per size with `relay audit` beside it, as an
+// operator runs the two; the auditor's CPU (from its start until it has
+// judged every record) in seconds per million records and its peak RSS
+// are printed beside the relay's of the same run (audit.go). This run is
+// apart from relay-eos-bin's, whose figures stay the relay's alone.
+//
 // Goals are checked at the end (and written to the JSON output), per
 // broker setting: per size relay-eos ≥ 1.0× classic-eos at -workers and
 // ≥ 0.9× relay-alo, relay-eos ≥ 0.95× the best of its variants (the
@@ -282,6 +289,9 @@ type options struct {
 	// source topic, for that process's peak RSS.
 	relayBin    string
 	processRuns int
+	// auditRuns are the runs of relay-eos as its own process with the
+	// live auditor beside it, per size (with relayBin; audit.go).
+	auditRuns int
 	// latencyBaseline is a bench binary built from an earlier commit
 	// (make bench: BENCH_BASELINE); its latency runs alternate with
 	// this one's on the same broker, latencyRounds times.
@@ -387,6 +397,7 @@ func (o *options) defineFlags(fs *flag.FlagSet) listFlags {
 	fs.IntVar(&o.handMaxRecords, "hand-max-records", config.DefaultMaxRecords, "records per poll of the hand-written contenders (raw-share, copier, copier-strict, classic-eos, classic-alo); the default is the relay's batch.max_records, Kafka's max.poll.records default is 500")
 	fs.IntVar(&o.sourceBatchBytes, "source-batch-bytes", 0, "the largest record batch the source topics are written in (0: franz-go's default, 1 MiB; 16384 is the Java producer's batch.size): a share fetch that acquires part of a batch makes the broker track each of its records apart")
 	fs.IntVar(&o.processRuns, "process-runs", 1, "runs of each relay contender as its own process per size (with -relay-bin)")
+	fs.IntVar(&o.auditRuns, "audit-runs", 1, "runs per size of relay-eos as its own process with the live auditor (relay audit) beside it, for the auditor's CPU and peak RSS beside the relay's (with -relay-bin; 0: none)")
 	fs.StringVar(&o.latencyBaseline, "latency-baseline", "", "a bench binary of an earlier commit (make bench builds BENCH_BASELINE's); its latency runs alternate with this one's on the same broker, and the goal is the p99 ratio")
 	fs.IntVar(&o.latencyRounds, "latency-rounds", 3, "rounds of the latency runs (each relay contender, and the baseline's, once a round); the medians are reported")
 	l.brokerRecordLocks = fs.String("broker-record-locks", "0", "the local broker's group.share.max.partition.max.record.locks, the most record locks a share group may set per partition, comma separated: the warm-up and throughput tables run once per setting, each on a fresh broker, latency and scaling on the first (0: Kafka's default share-group limits; 10000: the setting docs/operations.md gives; e.g. 0,10000)")
@@ -549,6 +560,8 @@ func (o *options) check() error {
 			slices.Max(o.sizes)+sourceRecordOverhead, 16<<20, o.sourceBatchBytes)
 	case o.relayBin != "" && o.processRuns < 0:
 		return fmt.Errorf("-process-runs must not be negative, got %d", o.processRuns)
+	case o.auditRuns < 0:
+		return fmt.Errorf("-audit-runs must not be negative, got %d", o.auditRuns)
 	case o.latency && o.latencyDuration <= 0:
 		return fmt.Errorf("-latency-duration must be positive, got %s", o.latencyDuration)
 	case o.scaling && (o.scalingRecords < 1 || o.scalingDelay < 0):

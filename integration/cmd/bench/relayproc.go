@@ -28,21 +28,30 @@ const processStopTimeout = 30 * time.Second
 // resident set size and the CPU it used (user+system, from its start),
 // and stops it with SIGTERM. The in-process relay shares this process's
 // heap and runtime with the bench; this is the memory and CPU an operator
-// sees.
-func (b *bench) runRelayProcess(ctx context.Context, t trial, tr *tracker) (peakMB float64, cpu time.Duration, err error) {
+// sees. For a contender with the live auditor beside it (audit.go) the
+// auditor starts with the relay, and once the relay has stopped, what it
+// cost to judge every record is returned too.
+func (b *bench) runRelayProcess(ctx context.Context, t trial, tr *tracker) (peakMB float64, cpu time.Duration, aud *auditRun, err error) {
 	port, err := kafkatest.FreePort()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	t.metricsListen = "127.0.0.1:" + strconv.Itoa(port)
 	dir, err := os.MkdirTemp("", "bench-relay-")
 	if err != nil {
-		return 0, 0, fmt.Errorf("creating the pipeline's directory: %w", err)
+		return 0, 0, nil, fmt.Errorf("creating the pipeline's directory: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, t.name+".yaml")
 	if err := os.WriteFile(path, []byte(b.pipelineYAMLOf(t)), 0o600); err != nil {
-		return 0, 0, fmt.Errorf("writing the pipeline: %w", err)
+		return 0, 0, nil, fmt.Errorf("writing the pipeline: %w", err)
+	}
+	var auditor *liveAuditor
+	if t.c.audit {
+		if auditor, err = b.startAuditor(path, dir); err != nil {
+			return 0, 0, nil, fmt.Errorf("starting the live auditor: %w", err)
+		}
+		defer auditor.stop() // a run that failed before it was judged
 	}
 	cmd := exec.Command(b.opts.relayBin, "run", "-c", path, "--instance", relayInstance, "--log-level", "error")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -50,7 +59,7 @@ func (b *bench) runRelayProcess(ctx context.Context, t trial, tr *tracker) (peak
 		cmd.Env = append(os.Environ(), fmt.Sprintf("GOMEMLIMIT=%dMiB", b.opts.memoryLimitMiB))
 	}
 	if err := cmd.Start(); err != nil {
-		return 0, 0, fmt.Errorf("starting %s: %w", b.opts.relayBin, err)
+		return 0, 0, nil, fmt.Errorf("starting %s: %w", b.opts.relayBin, err)
 	}
 	var waitErr error
 	exited := make(chan struct{})
@@ -87,7 +96,19 @@ func (b *bench) runRelayProcess(ctx context.Context, t trial, tr *tracker) (peak
 			err = errors.Join(err, fmt.Errorf("the relay process did not stop within %s of SIGTERM", processStopTimeout))
 		}
 	}
-	return peakMB, cpu, err
+	if auditor != nil && err == nil {
+		// The relay's figures stand without the auditor's: a run the
+		// auditor could not finish is a warning, not a failed bench.
+		run, aerr := auditor.finish(ctx, t.n, tr.doneAt())
+		if aerr != nil {
+			progress("WARNING: %s run %d: %v", t.c.name, t.run, aerr)
+			return peakMB, cpu, nil, ctx.Err()
+		}
+		aud = &run
+		progress("  %-13s the live auditor judged %d records (lost %d, duplicated %d) %.1f s after the relay's last acknowledgement: %.2f CPU-seconds per 1M records, peak RSS %.0f MB",
+			t.c.name, run.Judged, run.Lost, run.Duplicated, run.CatchUpSeconds, run.CPUSecondsPerMillion, run.PeakRSSMB)
+	}
+	return peakMB, cpu, aud, err
 }
 
 // followEndpoint feeds the relay process's records polled and records

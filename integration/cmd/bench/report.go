@@ -89,6 +89,9 @@ type sizeResult struct {
 	// Variants are each -relay-variants contender over the contender
 	// it varies.
 	Variants []variantRatio `json:"variants,omitempty"`
+	// Audit is the live auditor's cost beside relay-eos run as its own
+	// process (-audit-runs, with -relay-bin).
+	Audit *auditSummary `json:"live_audit,omitempty"`
 	// CrossCluster is relay-eos-cross against relay-eos (-cross); nil
 	// unless both ran.
 	CrossCluster *crossResult `json:"cross_cluster,omitempty"`
@@ -182,6 +185,9 @@ type runResult struct {
 	BrokerCPUSeconds         float64 `json:"broker_cpu_seconds,omitempty"`
 	BrokerCPUMicrosPerRecord float64 `json:"broker_cpu_us_per_rec,omitempty"`
 	Warning                  string  `json:"warning,omitempty"`
+	// Audit is the live auditor's cost, for a relay process run with it
+	// beside (-audit-runs).
+	Audit *auditRun `json:"audit,omitempty"`
 }
 
 // classicResult compares relay-eos with classic-eos at one worker count.
@@ -275,6 +281,11 @@ func (b *bench) throughput(ctx context.Context, size int) (sizeResult, error) {
 	if b.opts.relayBin != "" {
 		if err := b.runProcesses(ctx, &sr, src, runs, &created); err != nil {
 			return sr, err
+		}
+		if b.opts.auditRuns > 0 && slices.ContainsFunc(b.contenders(), func(c contender) bool { return c.name == relayEOS.name }) {
+			if err := b.runAudits(ctx, &sr, src, &created); err != nil {
+				return sr, err
+			}
 		}
 	}
 	summarizeSize(&sr, b.contenders(), runs)
@@ -644,6 +655,7 @@ func printSize(w io.Writer, setting string, sr sizeResult) {
 	if len(sr.Process) > 0 {
 		printProcess(w, sr)
 	}
+	printAudit(w, sr.Size, sr.Audit)
 }
 
 // crossNote says under a table with relay-eos-cross what it measures and
