@@ -286,7 +286,9 @@ func (l *Ledger) startReading(assign map[int32]kgo.Offset) (context.Context, err
 	if err != nil {
 		return nil, fmt.Errorf("eos: creating ledger reader: %w", err)
 	}
-	l.snap, err = kgo.NewClient(append(append([]kgo.Opt{}, cfg.ClientOpts...), kgo.ProducerBatchCompression(kgo.ZstdCompression()),
+	// Snapshots are zstd whatever the pipeline's compression: its
+	// compressor is dropped so that this codec applies.
+	l.snap, err = kgo.NewClient(append(append([]kgo.Opt{}, cfg.ClientOpts...), kgo.WithCompressor(nil), kgo.ProducerBatchCompression(kgo.ZstdCompression()),
 		kgo.ProducerBatchMaxBytes(16<<20))...)
 	if err != nil {
 		l.reader.Close()

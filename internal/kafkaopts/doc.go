@@ -20,7 +20,7 @@
 //	client.id                kgo.ClientID, over any client's own
 //	client.rack              kgo.Rack
 //	client.request_timeout   kgo.RequestTimeoutOverhead
-//	client.producer.*        kgo.ProducerBatchCompression, kgo.ProducerLinger
+//	client.producer.*        kgo.WithCompressor (built once), kgo.ProducerLinger
 //	client.consumer.*        kgo.FetchMaxBytes, kgo.FetchMaxWait
 //
 // client.producer.max_batch_bytes is not an option here: the relay caps

@@ -1,6 +1,7 @@
 package kafkaopts
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -16,7 +17,7 @@ import (
 // Options are the client options of one pipeline.
 type Options struct {
 	common   []kgo.Opt
-	codec    kgo.CompressionCodec
+	compress kgo.Opt // client.producer.compression, shared by every client
 	override []kgo.Opt
 }
 
@@ -87,7 +88,7 @@ func ForCluster(cl config.Cluster) (*Options, error) {
 	if c.Rack != "" {
 		o.common = append(o.common, kgo.Rack(c.Rack))
 	}
-	if o.codec, err = compression(c.Producer.Compression); err != nil {
+	if o.compress, err = compressOpt(c.Producer.Compression); err != nil {
 		return nil, err
 	}
 	o.common = append(o.common,
@@ -110,11 +111,35 @@ func ForCluster(cl config.Cluster) (*Options, error) {
 // TLS uses kgo.DialTLSConfig, which franz-go refuses to combine with
 // kgo.Dialer: a caller that needs its own dialer on a TLS pipeline must
 // wrap a tls.Dialer itself.
+//
+// The options returned may be shared by clients created at once: the
+// claim ledger makes all its clients, some concurrently, from one slice.
 func (o *Options) Opts(extra ...kgo.Opt) []kgo.Opt {
-	// A new compression option for each client: franz-go keeps the
-	// option's slice of codecs and rewrites it in place while creating
-	// a client, so clients created at once must not share one.
-	return slices.Concat(o.common, []kgo.Opt{kgo.ProducerBatchCompression(o.codec)}, extra, o.override)
+	return slices.Concat(o.common, []kgo.Opt{o.compress}, extra, o.override)
+}
+
+// compressOpt is the producers' compression option for codec name. It
+// holds nothing franz-go writes to: kgo.ProducerBatchCompression keeps
+// its list of codecs, which creating a client rewrites in place, so two
+// clients created at once from one option race. A compressor built once
+// (kgo.WithCompressor) is safe to share, as the producers of one client
+// already do; no compression is a compressor that leaves the batch as it
+// is (with none, franz-go would use its default, snappy). A client that
+// wants a codec of its own adds kgo.WithCompressor(nil) before its
+// kgo.ProducerBatchCompression.
+func compressOpt(name string) (kgo.Opt, error) {
+	codec, err := compression(name)
+	if err != nil {
+		return nil, err
+	}
+	if codec == kgo.NoCompression() {
+		return kgo.WithCompressor(uncompressed{}), nil
+	}
+	comp, err := kgo.DefaultCompressor(codec)
+	if err != nil {
+		return nil, fmt.Errorf("client.producer.compression: %w", err)
+	}
+	return kgo.WithCompressor(comp), nil
 }
 
 // TLSConfig returns the TLS configuration of t, or nil when t is not
@@ -166,4 +191,13 @@ func compression(name string) (kgo.CompressionCodec, error) {
 		return kgo.ZstdCompression(), nil
 	}
 	return kgo.CompressionCodec{}, fmt.Errorf("client.producer.compression: unknown codec %q", name)
+}
+
+// uncompressed is a kgo.Compressor that compresses nothing: franz-go keeps
+// a batch as it is when the compressed form is not shorter.
+type uncompressed struct{}
+
+// Compress returns src, uncompressed.
+func (uncompressed) Compress(_ *bytes.Buffer, src []byte, _ ...kgo.CompressFlag) ([]byte, kgo.CompressionCodecType) {
+	return src, kgo.CodecNone
 }

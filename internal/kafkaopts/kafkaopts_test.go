@@ -1,6 +1,7 @@
 package kafkaopts
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -442,9 +443,12 @@ func TestTheTuningReachesTheClient(t *testing.T) {
 			t.Errorf("option %v: %v (%T), want %v", tc.opt, got, got, tc.want)
 		}
 	}
-	codecs, _ := cl.OptValue(kgo.ProducerBatchCompression).([]kgo.CompressionCodec)
-	if len(codecs) != 1 || codecs[0] != kgo.ZstdCompression() {
-		t.Errorf("compression %v", codecs)
+	comp, _ := cl.OptValue(kgo.WithCompressor).(kgo.Compressor)
+	if comp == nil {
+		t.Fatal("no compressor for client.producer.compression zstd")
+	}
+	if _, codec := comp.Compress(new(bytes.Buffer), bytes.Repeat([]byte("sharerelay "), 100)); codec != kgo.CodecZstd {
+		t.Errorf("compressed with codec %v, want zstd", codec)
 	}
 }
 
@@ -499,6 +503,62 @@ func TestAClientWithThePipelinesOptionsTalksToATLSAndSCRAMCluster(t *testing.T) 
 				t.Error("the cluster let the client in")
 			}
 		})
+	}
+}
+
+// The claim ledger makes its clients from one options slice, some of them
+// concurrently (its resolver's readers): under -race, franz-go rewriting
+// a shared list of codecs in place shows here.
+func TestClientsCanBeCreatedAtOnceFromOneSliceOfOptions(t *testing.T) {
+	for _, codec := range []string{"none", "gzip", "zstd"} {
+		p := &config.Pipeline{Name: "p", Brokers: []string{"127.0.0.1:1"}, Client: config.Client{
+			Producer: config.ProducerTuning{Compression: codec}}}
+		p.SetDefaults()
+		o, err := New(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared := o.Opts()
+		errs := make(chan error, 8)
+		for range cap(errs) {
+			go func() {
+				cl, err := kgo.NewClient(shared...)
+				if err == nil {
+					cl.Close()
+				}
+				errs <- err
+			}()
+		}
+		for range cap(errs) {
+			if err := <-errs; err != nil {
+				t.Errorf("%s: %v", codec, err)
+			}
+		}
+	}
+}
+
+// client.producer.compression none sends batches uncompressed, not with
+// franz-go's default (snappy).
+func TestNoCompressionIsNone(t *testing.T) {
+	p := &config.Pipeline{Name: "p", Brokers: []string{"127.0.0.1:1"}, Client: config.Client{
+		Producer: config.ProducerTuning{Compression: "none"}}}
+	p.SetDefaults()
+	o, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(o.Opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	comp, _ := cl.OptValue(kgo.WithCompressor).(kgo.Compressor)
+	if comp == nil {
+		t.Fatal("compression none left franz-go's default compressor in place")
+	}
+	src := bytes.Repeat([]byte("sharerelay "), 100)
+	if out, codec := comp.Compress(new(bytes.Buffer), src); codec != kgo.CodecNone || len(out) != len(src) {
+		t.Errorf("compression none compressed %d bytes to %d with codec %v", len(src), len(out), codec)
 	}
 }
 
