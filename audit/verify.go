@@ -353,18 +353,24 @@ func (r *Report) sumTotal(foreign int) {
 	tot.Topic = "total"
 	tot.Partition = -1
 	for _, pr := range r.Partitions {
-		tot.Sources += pr.Sources
-		tot.Output += pr.Output
-		tot.DeadLettered += pr.DeadLettered
-		tot.Lost += pr.Lost
-		tot.Filtered += pr.Filtered
-		tot.Duplicated += pr.Duplicated
-		tot.Both += pr.Both
-		tot.Incomplete += pr.Incomplete
-		tot.Unexpected += pr.Unexpected
-		tot.Lag += pr.Lag
+		tot.AddCounts(pr)
 	}
 	tot.Unexpected += foreign
+}
+
+// AddCounts adds pr's counts (not its samples) to t: a total over
+// partitions.
+func (t *PartitionReport) AddCounts(pr PartitionReport) {
+	t.Sources += pr.Sources
+	t.Output += pr.Output
+	t.DeadLettered += pr.DeadLettered
+	t.Lost += pr.Lost
+	t.Filtered += pr.Filtered
+	t.Duplicated += pr.Duplicated
+	t.Both += pr.Both
+	t.Incomplete += pr.Incomplete
+	t.Unexpected += pr.Unexpected
+	t.Lag += pr.Lag
 }
 
 // isExact says whether the totals and the replays show every source record

@@ -694,16 +694,7 @@ func (s *state) report(pipeline, delivery string) *Report {
 		pr.IncompleteSample = slices.Clone(pr.IncompleteSample)
 		r.Partitions = append(r.Partitions, pr)
 		r.Late += p.late
-		tot.Sources += pr.Sources
-		tot.Output += pr.Output
-		tot.DeadLettered += pr.DeadLettered
-		tot.Lost += pr.Lost
-		tot.Filtered += pr.Filtered
-		tot.Duplicated += pr.Duplicated
-		tot.Both += pr.Both
-		tot.Incomplete += pr.Incomplete
-		tot.Unexpected += pr.Unexpected
-		tot.Lag += pr.Lag
+		tot.AddCounts(pr)
 	}
 	tot.Unexpected += s.foreign
 	if len(s.replays) > 0 {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/sharerelay/sharerelay/audit/live"
 	"github.com/sharerelay/sharerelay/config"
@@ -143,24 +141,7 @@ func checkpointWhere(p *config.Pipeline, f auditFlags) string {
 // serveAudit runs the auditor, and its metrics server while it runs,
 // until ctx ends or the auditor fails.
 func serveAudit(ctx context.Context, a *live.Auditor, srv *metrics.Server) error {
-	g, gctx := errgroup.WithContext(ctx)
-	done := make(chan struct{})
-	g.Go(func() error {
-		defer close(done)
-		return a.Run(gctx)
-	})
-	if srv != nil {
-		g.Go(func() error {
-			sctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			go func() { <-done; cancel() }()
-			return srv.Serve(sctx)
-		})
-	}
-	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil
+	return runServing(ctx, a.Run, srv)
 }
 
 // auditOnce is relay audit --once: judge up to the first fence, print the

@@ -139,25 +139,36 @@ func startHealth(log *slog.Logger, addr metricsAddr, reg *prometheus.Registry) (
 // serve runs the relay, and the health and metrics server while the
 // relay runs, until ctx ends (a signal) or the relay fails.
 func serve(ctx context.Context, log *slog.Logger, r *relay.Relay, srv *metrics.Server) int {
+	if err := runServing(ctx, r.Run, srv); err != nil {
+		log.Error("relay failed", "err", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// runServing runs run, and srv (when not nil) for as long as run runs:
+// the server answers until run returns, also through a drain after ctx
+// ended, so that /readyz says the process is stopping. It returns run's
+// or the server's error; a cancel is no error.
+func runServing(ctx context.Context, run func(context.Context) error, srv *metrics.Server) error {
 	g, gctx := errgroup.WithContext(ctx)
-	relayDone := make(chan struct{})
+	done := make(chan struct{})
 	g.Go(func() error {
-		defer close(relayDone)
-		return r.Run(gctx)
+		defer close(done)
+		return run(gctx)
 	})
 	if srv != nil {
 		g.Go(func() error {
 			sctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			go func() { <-relayDone; cancel() }()
+			go func() { <-done; cancel() }()
 			return srv.Serve(sctx)
 		})
 	}
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
-		log.Error("relay failed", "err", err)
-		return exitFailed
+		return err
 	}
-	return exitOK
+	return nil
 }
 
 // metricsAddr is where health and metrics listen, and what said so.
