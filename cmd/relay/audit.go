@@ -189,21 +189,7 @@ func printAuditReport(w io.Writer, r *live.Report) {
 	tw.Flush()
 	fmt.Fprintf(w, "\noutput and dead-letter records read: %d; unlabelled: %d; late (read after their record was judged, counted duplicated): %d\n",
 		r.OutputRecords, r.Unlabelled, r.Late)
-	for _, pr := range r.Partitions {
-		if len(pr.LostSample) > 0 {
-			fmt.Fprintf(w, "lost in %s[%d], e.g. offsets %v\n", pr.Topic, pr.Partition, pr.LostSample)
-		}
-		if len(pr.DuplicatedSample) > 0 {
-			fmt.Fprintf(w, "duplicated in %s[%d], e.g. offsets %v\n", pr.Topic, pr.Partition, pr.DuplicatedSample)
-		}
-		if len(pr.IncompleteSample) > 0 {
-			fmt.Fprintf(w, "fan-outs missing outputs in %s[%d], e.g. offsets %v\n", pr.Topic, pr.Partition, pr.IncompleteSample)
-		}
-	}
-	if rr := r.Replays; rr != nil {
-		fmt.Fprintf(w, "replayed dead letters (relay dlq replay): %d: %d to the output (%d records), %d dead-lettered again; %d replayed more than once, %d both\n",
-			rr.DeadLetters, rr.Output, rr.Outputs, rr.DeadLettered, rr.Duplicated, rr.Both)
-	}
+	printSamples(w, r.Partitions, r.Replays)
 	verdict := "EXACT"
 	switch {
 	case r.Exact:

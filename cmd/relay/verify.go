@@ -107,24 +107,7 @@ func printReport(w io.Writer, name string, r *audit.Report) {
 	tw.Flush()
 	fmt.Fprintf(w, "\noutput and dead-letter records (read_committed): %d; aborted writes (read_uncommitted only): %d; unlabelled: %d; beyond the source snapshot: %d\n",
 		r.OutputRecords, r.AbortedRecords, r.Unlabelled, r.BeyondSnapshot)
-	for _, pr := range r.Partitions {
-		if len(pr.LostSample) > 0 {
-			fmt.Fprintf(w, "lost in %s[%d], e.g. offsets %v\n", pr.Topic, pr.Partition, pr.LostSample)
-		}
-		if len(pr.DuplicatedSample) > 0 {
-			fmt.Fprintf(w, "duplicated in %s[%d], e.g. offsets %v\n", pr.Topic, pr.Partition, pr.DuplicatedSample)
-		}
-		if len(pr.IncompleteSample) > 0 {
-			fmt.Fprintf(w, "fan-outs missing outputs in %s[%d], e.g. offsets %v\n", pr.Topic, pr.Partition, pr.IncompleteSample)
-		}
-	}
-	if rr := r.Replays; rr != nil {
-		fmt.Fprintf(w, "replayed dead letters (relay dlq replay): %d: %d to the output (%d records), %d dead-lettered again; %d replayed more than once, %d both\n",
-			rr.DeadLetters, rr.Output, rr.Outputs, rr.DeadLettered, rr.Duplicated, rr.Both)
-		if len(rr.DuplicatedSample) > 0 {
-			fmt.Fprintf(w, "dead letters replayed more than once, e.g. %v\n", rr.DuplicatedSample)
-		}
-	}
+	printSamples(w, r.Partitions, r.Replays)
 	if l := r.Ledger; l != nil {
 		fmt.Fprintf(w, "claim ledger: %d claims; %d orphaned (their marker was lost), settled %d committed / %d aborted; %d pending; %d unsettled\n",
 			l.Claims, l.Orphaned, l.SettledCommitted, l.SettledAborted, l.Pending, len(l.Unsettled))
@@ -140,4 +123,29 @@ func printReport(w io.Writer, name string, r *audit.Report) {
 		verdict = "NOT EXACT"
 	}
 	fmt.Fprintf(w, "verdict: %s (%s)\n", verdict, r.Elapsed)
+}
+
+// printSamples prints the sample offsets of each partition's anomalies
+// and what replays of dead letters wrote: the lines relay verify and
+// relay audit --once share.
+func printSamples(w io.Writer, parts []audit.PartitionReport, rr *audit.ReplayReport) {
+	for _, pr := range parts {
+		if len(pr.LostSample) > 0 {
+			fmt.Fprintf(w, "lost in %s[%d], e.g. offsets %v\n", pr.Topic, pr.Partition, pr.LostSample)
+		}
+		if len(pr.DuplicatedSample) > 0 {
+			fmt.Fprintf(w, "duplicated in %s[%d], e.g. offsets %v\n", pr.Topic, pr.Partition, pr.DuplicatedSample)
+		}
+		if len(pr.IncompleteSample) > 0 {
+			fmt.Fprintf(w, "fan-outs missing outputs in %s[%d], e.g. offsets %v\n", pr.Topic, pr.Partition, pr.IncompleteSample)
+		}
+	}
+	if rr == nil {
+		return
+	}
+	fmt.Fprintf(w, "replayed dead letters (relay dlq replay): %d: %d to the output (%d records), %d dead-lettered again; %d replayed more than once, %d both\n",
+		rr.DeadLetters, rr.Output, rr.Outputs, rr.DeadLettered, rr.Duplicated, rr.Both)
+	if len(rr.DuplicatedSample) > 0 {
+		fmt.Fprintf(w, "dead letters replayed more than once, e.g. %v\n", rr.DuplicatedSample)
+	}
 }
