@@ -358,19 +358,19 @@ func (r *Report) sumTotal(foreign int) {
 	tot.Unexpected += foreign
 }
 
-// AddCounts adds pr's counts (not its samples) to t: a total over
-// partitions.
-func (t *PartitionReport) AddCounts(pr PartitionReport) {
-	t.Sources += pr.Sources
-	t.Output += pr.Output
-	t.DeadLettered += pr.DeadLettered
-	t.Lost += pr.Lost
-	t.Filtered += pr.Filtered
-	t.Duplicated += pr.Duplicated
-	t.Both += pr.Both
-	t.Incomplete += pr.Incomplete
-	t.Unexpected += pr.Unexpected
-	t.Lag += pr.Lag
+// AddCounts adds the counts of other (not its samples) to pr: a total
+// over partitions.
+func (pr *PartitionReport) AddCounts(other PartitionReport) {
+	pr.Sources += other.Sources
+	pr.Output += other.Output
+	pr.DeadLettered += other.DeadLettered
+	pr.Lost += other.Lost
+	pr.Filtered += other.Filtered
+	pr.Duplicated += other.Duplicated
+	pr.Both += other.Both
+	pr.Incomplete += other.Incomplete
+	pr.Unexpected += other.Unexpected
+	pr.Lag += other.Lag
 }
 
 // isExact says whether the totals and the replays show every source record
