@@ -506,10 +506,11 @@ func TestAClientWithThePipelinesOptionsTalksToATLSAndSCRAMCluster(t *testing.T) 
 	}
 }
 
-// The claim ledger makes its clients from one options slice, some of them
-// concurrently (its resolver's readers): under -race, franz-go rewriting
+// Clients are created at once from one Options, each with its own slice
+// (the relay's workers) or all from one slice (the claim ledger, whose
+// resolver makes clients concurrently): under -race, franz-go rewriting
 // a shared list of codecs in place shows here.
-func TestClientsCanBeCreatedAtOnceFromOneSliceOfOptions(t *testing.T) {
+func TestClientsCanBeCreatedAtOnceFromOneOptions(t *testing.T) {
 	for _, codec := range []string{"none", "gzip", "zstd"} {
 		p := &config.Pipeline{Name: "p", Brokers: []string{"127.0.0.1:1"}, Client: config.Client{
 			Producer: config.ProducerTuning{Compression: codec}}}
@@ -519,19 +520,21 @@ func TestClientsCanBeCreatedAtOnceFromOneSliceOfOptions(t *testing.T) {
 			t.Fatal(err)
 		}
 		shared := o.Opts()
-		errs := make(chan error, 8)
-		for range cap(errs) {
-			go func() {
-				cl, err := kgo.NewClient(shared...)
-				if err == nil {
-					cl.Close()
+		for _, opts := range map[string]func() []kgo.Opt{"a slice each": func() []kgo.Opt { return o.Opts() }, "one slice": func() []kgo.Opt { return shared }} {
+			errs := make(chan error, 8)
+			for range cap(errs) {
+				go func() {
+					cl, err := kgo.NewClient(opts()...)
+					if err == nil {
+						cl.Close()
+					}
+					errs <- err
+				}()
+			}
+			for range cap(errs) {
+				if err := <-errs; err != nil {
+					t.Errorf("%s: %v", codec, err)
 				}
-				errs <- err
-			}()
-		}
-		for range cap(errs) {
-			if err := <-errs; err != nil {
-				t.Errorf("%s: %v", codec, err)
 			}
 		}
 	}
@@ -559,30 +562,5 @@ func TestNoCompressionIsNone(t *testing.T) {
 	src := bytes.Repeat([]byte("sharerelay "), 100)
 	if out, codec := comp.Compress(new(bytes.Buffer), src); codec != kgo.CodecNone || len(out) != len(src) {
 		t.Errorf("compression none compressed %d bytes to %d with codec %v", len(src), len(out), codec)
-	}
-}
-
-func TestClientsCanBeCreatedAtOnceFromOneOptions(t *testing.T) {
-	p := &config.Pipeline{Name: "p", Brokers: []string{"127.0.0.1:1"}, Client: config.Client{
-		Producer: config.ProducerTuning{Compression: "gzip"}}}
-	p.SetDefaults()
-	o, err := New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	errs := make(chan error, 8)
-	for range cap(errs) {
-		go func() {
-			cl, err := kgo.NewClient(o.Opts()...)
-			if err == nil {
-				cl.Close()
-			}
-			errs <- err
-		}()
-	}
-	for range cap(errs) {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
 	}
 }
