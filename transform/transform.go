@@ -101,8 +101,11 @@ const (
 // String returns "retry" or "permanent", the words a fail step's kind
 // is written with in a pipeline file.
 func (k Kind) String() string {
-	if k == KindPermanent {
+	switch k {
+	case KindPermanent:
 		return "permanent"
+	case KindHold:
+		return "hold"
 	}
 	return "retry"
 }
@@ -117,6 +120,13 @@ type Error struct {
 	// Step names the transform in the chain that failed, e.g. "2:set".
 	Step string
 	Err  error
+	// Converter is "value" or "key" when the record's value or key could
+	// not be read or written in its format (a format's failure rather
+	// than a step's): the dead letter's stage says so.
+	Converter string
+	// Reason, for KindHold, is the short reason the relay reports while
+	// it holds the record ("schema registry unavailable").
+	Reason string
 }
 
 // Error returns the cause's message (else the class), prefixed with the
@@ -228,4 +238,22 @@ func safeApply(ctx context.Context, s step, r *Record) (out []*Record, err error
 		}
 	}()
 	return s.t.Apply(ctx, r)
+}
+
+// KindHold is declared apart from Retry and Permanent: see Hold.
+const (
+	// KindHold keeps the record: the failure is outside it (a schema
+	// registry that cannot be reached), so the relay neither releases it
+	// (which would spend a delivery) nor dead-letters it, but holds it,
+	// its lock renewed, and transforms it again once the cause is gone.
+	KindHold Kind = KindPermanent + 1
+)
+
+// Hold marks err as a failure outside the record that retrying later
+// cures without spending the record's deliveries (KindHold): a schema
+// registry that cannot be reached, times out or refuses the relay's
+// credentials. The relay holds such records and reports itself not
+// ready with reason; `relay test` reports them as held.
+func Hold(class, reason string, err error) error {
+	return &Error{Kind: KindHold, Class: class, Err: err, Reason: reason}
 }
