@@ -136,6 +136,7 @@ func (p *Pipeline) setDefaults(explicit func(path string) bool) {
 	if c := p.Source.Cluster; c != nil {
 		c.Client.inheritClient(p.Client, sourceClusterPath+".client", explicit)
 	}
+	p.setFormatDefaults(explicit)
 }
 
 // splitBrokers splits comma-separated entries of p.Brokers and of

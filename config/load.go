@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -57,6 +58,7 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (*Pipeline
 		l.nodes[""] = nodePos{}
 	}
 	splitBrokers(&p, l)
+	p.dir = filepath.Dir(name)
 	p.setDefaults(l.explicit)
 	v := validator{p: &p, explicit: l.explicit, brokerIndex: l.brokerIndex, envRef: l.envRef}
 	v.validate()

@@ -44,6 +44,15 @@ type Pipeline struct {
 	SASL   SASL   `yaml:"sasl" json:"sasl"`
 	Client Client `yaml:"client" json:"client"`
 
+	// SchemaRegistry is the registry of the outputs' schemas and, unless
+	// source.cluster has one of its own, of the source's: needed by the
+	// avro, protobuf and json_schema formats.
+	SchemaRegistry *SchemaRegistry `yaml:"schema_registry" json:"schema_registry"`
+
+	// dir is the directory of the pipeline file, which schema files are
+	// relative to (SchemaPath).
+	dir string
+
 	// Warnings are what Parse or Validate found questionable but not
 	// wrong — credentials sent in clear text, certificates not verified
 	// — for the caller to print. They are not read from the file.
@@ -79,6 +88,19 @@ type Source struct {
 	// only. Nil (default): the source is on that cluster too. See
 	// Pipeline.SourceCluster.
 	Cluster *Cluster `yaml:"cluster" json:"cluster"`
+
+	// ValueFormat is how the records' values are read: json (default),
+	// avro, protobuf, json_schema (the Confluent wire format, with a
+	// schema registry), string or bytes. A value is decoded only when a
+	// step reads it.
+	ValueFormat string `yaml:"value_format" json:"value_format"`
+	// KeyFormat is how the records' keys are read (default string: the
+	// key's text).
+	KeyFormat string `yaml:"key_format" json:"key_format"`
+	// ValueSchema and KeySchema optionally give a reader schema (see
+	// ReadSchema).
+	ValueSchema *ReadSchema `yaml:"value_schema" json:"value_schema"`
+	KeySchema   *ReadSchema `yaml:"key_schema" json:"key_schema"`
 }
 
 // Cluster is a Kafka cluster and how the relay connects to it.
@@ -95,6 +117,10 @@ type Cluster struct {
 	// key left out takes the pipeline's client value, and the producer
 	// keys are refused: the relay writes nothing to the source cluster.
 	Client Client `yaml:"client" json:"client"`
+	// SchemaRegistry, in source.cluster, is the registry of the source
+	// cluster's schemas, where the source records' schema ids are
+	// looked up. Left out: the pipeline's schema_registry.
+	SchemaRegistry *SchemaRegistry `yaml:"schema_registry" json:"schema_registry"`
 }
 
 // Output is where transformed records go.
@@ -105,6 +131,25 @@ type Output struct {
 	// TransactionTimeout is the producer's transaction timeout (default
 	// 10s). Exactly-once needs it below the share lock duration.
 	TransactionTimeout time.Duration `yaml:"transaction_timeout" json:"transaction_timeout"`
+
+	// ValueFormat and KeyFormat are how the outputs' values and keys are
+	// written (default: the source's formats). A value or key no step
+	// changed is written as it came when its format and schema are the
+	// source's.
+	ValueFormat string `yaml:"value_format" json:"value_format"`
+	KeyFormat   string `yaml:"key_format" json:"key_format"`
+	// ValueSchema and KeySchema choose the schemas written with (see
+	// Schema).
+	ValueSchema *Schema `yaml:"value_schema" json:"value_schema"`
+	KeySchema   *Schema `yaml:"key_schema" json:"key_schema"`
+	// Routes gives a topic a route or copy step writes to formats and
+	// schemas of its own, by topic name; a field left out takes the
+	// output's.
+	Routes map[string]*RouteFormats `yaml:"routes" json:"routes"`
+	// Timestamp is the outputs' timestamp: source (default: the source
+	// record's), now (the time of writing), or a CEL expression giving a
+	// timestamp (null: the time of writing).
+	Timestamp string `yaml:"timestamp" json:"timestamp"`
 }
 
 // DeadLetter configures the dead-letter topic.
@@ -321,10 +366,17 @@ func (p *Pipeline) OutputTopics() []string {
 	return ts
 }
 
-// Chain builds the pipeline's transform chain, with the expressions' cost
-// limit from CEL.
-func (p *Pipeline) Chain() (*transform.Chain, error) {
-	return transform.BuildWith(p.Transforms, transform.Options{CostLimit: uint64(max(p.CEL.CostLimit, 0))})
+// Chain builds the pipeline's transform chain with TransformOptions, its
+// values read as JSON and keys as text (no formats); ChainWith adds
+// formats.
+func (p *Pipeline) Chain() (*transform.Chain, error) { return p.ChainWith(nil) }
+
+// ChainWith builds the pipeline's transform chain with TransformOptions
+// and formats f (package format's, for the pipeline's formats).
+func (p *Pipeline) ChainWith(f transform.Formats) (*transform.Chain, error) {
+	o := p.TransformOptions()
+	o.Formats = f
+	return transform.BuildWith(p.Transforms, o)
 }
 
 // DefaultMaxAttempts is the attempts a failing record gets when

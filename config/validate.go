@@ -196,6 +196,7 @@ func (v *validator) validate() {
 	v.sasl("sasl", p.SASL, p.TLS.Enabled)
 	v.client("client", p.Client)
 	v.sourceCluster()
+	v.formats()
 }
 
 // brokers checks the seed brokers of a cluster, the list at path.
@@ -318,7 +319,7 @@ func (v *validator) transforms() {
 	p := v.p
 	for i, s := range p.Transforms {
 		prefix := fmt.Sprintf("transforms[%d]", i)
-		for _, fe := range s.Validate() {
+		for _, fe := range s.ValidateWith(p.TransformOptions()) {
 			path := prefix
 			if fe.Path != "" {
 				path += "." + fe.Path

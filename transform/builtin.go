@@ -3,7 +3,6 @@ package transform
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
 )
 
 // Registry maps a Spec's Type to the constructor of that built-in. It is an
@@ -44,6 +44,7 @@ var Registry = map[string]func(Spec, Options) (Transform, error){
 	"rename": newRename,
 	"remove": newRemove,
 	"header": newHeader,
+	"key":    newKey,
 	"filter": newFilter,
 	"route":  newRoute,
 	"split":  newSplit,
@@ -69,7 +70,7 @@ func checkSpec(s Spec, typ string, o Options) (*matcher, error) {
 	if s.Type != typ {
 		return nil, &ValidationError{Errors: []FieldError{{Path: "type", Msg: fmt.Sprintf("must be %s, got %q", typ, s.Type)}}}
 	}
-	if errs := validateBuiltin(s, builtinRules[typ]); len(errs) > 0 {
+	if errs := validateBuiltin(s, builtinRules[typ], o); len(errs) > 0 {
 		return nil, &ValidationError{Errors: errs}
 	}
 	return compileCondition(s.When, "when", o)
@@ -77,22 +78,12 @@ func checkSpec(s Spec, typ string, o Options) (*matcher, error) {
 
 func one(r *Record) []*Record { return []*Record{r} }
 
-// reencode stores obj as r's new value.
-func reencode(r *Record, obj map[string]any) ([]*Record, error) {
-	b, err := encodeJSON(obj)
-	if err != nil { // cannot happen for a decoded value; never retry it
-		return nil, Permanent("json", fmt.Errorf("encoding value: %w", err))
-	}
-	r.Value = b
-	return one(r), nil
-}
-
 // setT sets a field to a fixed JSON value or to an expression's result,
 // creating intermediate objects.
 type setT struct {
 	when  *matcher
 	field string
-	value json.RawMessage
+	value any      // a value tree, copied for each record
 	expr  *program // instead of value
 }
 
@@ -113,35 +104,37 @@ func newSet(s Spec, o Options) (Transform, error) {
 		}
 		return t, nil
 	}
-	if t.value, err = specValueJSON(s.Value); err != nil {
+	if t.value, err = specValueTree(s.Value); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
 func (t *setT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
-	var d jsonDoc
-	if ok, err := t.when.match(ctx, r, &d); err != nil || !ok {
+	if ok, err := t.when.match(ctx, r); err != nil || !ok {
 		return passIf(r, err)
 	}
-	obj, err := d.get(r)
+	obj, err := r.object(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// The shared RawMessage is only read (by the encoder), so concurrent
-	// use is safe.
-	var v any = t.value
+	var v any
 	if t.expr != nil {
 		// Evaluated before the value changes; the result is a fresh
 		// value, never a part of obj.
-		if v, err = t.expr.evalJSON(ctx, r, &d); err != nil {
+		if v, err = t.expr.evalValue(ctx, r); err != nil {
 			return nil, err
 		}
+	} else {
+		// A copy: later steps may change the record's tree in place,
+		// and workers share t.
+		v = cloneTree(t.value)
 	}
 	if err := setPath(obj, t.field, v); err != nil {
 		return nil, err
 	}
-	return reencode(r, obj)
+	r.setValue(obj)
+	return one(r), nil
 }
 
 // mapT replaces the value by an expression's result.
@@ -167,27 +160,22 @@ func newMap(s Spec, o Options) (Transform, error) {
 }
 
 func (t *mapT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
-	var d jsonDoc
-	if ok, err := t.when.match(ctx, r, &d); err != nil || !ok {
+	if ok, err := t.when.match(ctx, r); err != nil || !ok {
 		return passIf(r, err)
 	}
-	v, err := t.expr.eval(ctx, r, &d)
+	v, err := t.expr.eval(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	if b, ok := v.(types.Bytes); ok {
-		r.Value = bytes.Clone(b)
+		r.setValueBytes(bytes.Clone(b))
 		return one(r), nil
 	}
-	x, err := toJSON(v)
+	x, err := toValue(v)
 	if err != nil {
 		return nil, Permanent("cel", fmt.Errorf("expr: %w", err))
 	}
-	b, err := encodeJSON(x)
-	if err != nil {
-		return nil, Permanent("cel", fmt.Errorf("expr: encoding the result: %w", err))
-	}
-	r.Value = b
+	r.setValue(x)
 	return one(r), nil
 }
 
@@ -218,11 +206,10 @@ func newRename(s Spec, o Options) (Transform, error) {
 }
 
 func (t *renameT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
-	var d jsonDoc
-	if ok, err := t.when.match(ctx, r, &d); err != nil || !ok {
+	if ok, err := t.when.match(ctx, r); err != nil || !ok {
 		return passIf(r, err)
 	}
-	obj, err := d.get(r)
+	obj, err := r.object(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +220,8 @@ func (t *renameT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
 	if err := setPath(obj, t.to, v); err != nil {
 		return nil, err
 	}
-	return reencode(r, obj)
+	r.setValue(obj)
+	return one(r), nil
 }
 
 // removeT deletes a field.
@@ -253,47 +241,148 @@ func newRemove(s Spec, o Options) (Transform, error) {
 }
 
 func (t *removeT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
-	var d jsonDoc
-	if ok, err := t.when.match(ctx, r, &d); err != nil || !ok {
+	if ok, err := t.when.match(ctx, r); err != nil || !ok {
 		return passIf(r, err)
 	}
-	obj, err := d.get(r)
+	obj, err := r.object(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if _, ok := deletePath(obj, t.field); !ok {
 		return one(r), nil
 	}
-	return reencode(r, obj)
+	r.setValue(obj)
+	return one(r), nil
 }
 
-// headerT appends a header.
+// headerT appends, sets or removes a header.
 type headerT struct {
-	when  *matcher
-	key   string
-	value string
+	when   *matcher
+	key    string
+	action string
+	value  string
+	expr   *program // instead of value
 }
 
-// newHeader builds "header": appends header Header with Value as text (a
-// string as is, a bool as true/false, a number as JSON writes it). An
-// existing header of that name is kept (keys may repeat); Record.Header
-// returns the last one, i.e. this one.
+// newHeader builds "header": with action append (the default) it adds
+// header Header, keeping any of that name (keys may repeat, and
+// Record.Header returns the last one, i.e. this one); with set it
+// replaces every header of that name by this one; with remove it removes
+// every header of that name. The value is Value as text (a string as is,
+// a bool as true/false, a number as JSON writes it), or the result of
+// Expr: a string or bytes as they are, a number or bool as its text.
 func newHeader(s Spec, o Options) (Transform, error) {
 	when, err := checkSpec(s, "header", o)
 	if err != nil {
 		return nil, err
 	}
 	v, _ := headerValueText(s.Value)
-	return &headerT{when: when, key: s.Header, value: v}, nil
+	t := &headerT{when: when, key: s.Header, action: s.Action, value: v}
+	if t.action == "" {
+		t.action = HeaderAppend
+	}
+	if s.Expr != "" {
+		if t.expr, err = newProgram("expr", s.Expr, resultHeader, o); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
 }
 
 func (t *headerT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
-	var d jsonDoc
-	if ok, err := t.when.match(ctx, r, &d); err != nil || !ok {
+	if ok, err := t.when.match(ctx, r); err != nil || !ok {
 		return passIf(r, err)
 	}
+	if t.action == HeaderRemove || t.action == HeaderSet {
+		r.Headers = slices.DeleteFunc(r.Headers, func(h Header) bool { return h.Key == t.key })
+	}
+	if t.action == HeaderRemove {
+		return one(r), nil
+	}
 	// A fresh byte slice per record: records must not share header memory.
-	r.Headers = append(r.Headers, Header{Key: t.key, Value: []byte(t.value)})
+	v := []byte(t.value)
+	if t.expr != nil {
+		x, err := t.expr.eval(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		if v, err = headerBytes(x); err != nil {
+			return nil, Permanent("cel", fmt.Errorf("expr: %w", err))
+		}
+	}
+	r.Headers = append(r.Headers, Header{Key: t.key, Value: v})
+	return one(r), nil
+}
+
+// headerBytes is an expression's result as a header value: a string or
+// bytes as they are, a number or bool as its text.
+func headerBytes(v ref.Val) ([]byte, error) {
+	switch x := v.(type) {
+	case types.String:
+		return []byte(x), nil
+	case types.Bytes:
+		return bytes.Clone(x), nil
+	case types.Int, types.Uint, types.Double, types.Bool:
+		t, err := toValue(v)
+		if err != nil {
+			return nil, err
+		}
+		return []byte(valueText(t)), nil
+	}
+	return nil, fmt.Errorf("got %s, want a string, bytes, a number or a bool", typeName(v))
+}
+
+// keyT sets or removes the key.
+type keyT struct {
+	when   *matcher
+	field  string
+	expr   *program
+	remove bool
+}
+
+// newKey builds "key": the output's key becomes the value of Field (a
+// missing field is a permanent "json" error), or the result of Expr, or
+// with action remove no key at all. The key is written in the output's
+// key format (output.key_format): as text by default, so a number
+// becomes its digits and an object its JSON.
+func newKey(s Spec, o Options) (Transform, error) {
+	when, err := checkSpec(s, "key", o)
+	if err != nil {
+		return nil, err
+	}
+	t := &keyT{when: when, field: s.Field, remove: s.Action == KeyRemove}
+	if s.Expr != "" {
+		if t.expr, err = newProgram("expr", s.Expr, resultAny, o); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+func (t *keyT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
+	if ok, err := t.when.match(ctx, r); err != nil || !ok {
+		return passIf(r, err)
+	}
+	switch {
+	case t.remove:
+		r.setKey(nil)
+	case t.expr != nil:
+		v, err := t.expr.evalValue(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		r.setKey(v)
+	default:
+		obj, err := r.object(ctx)
+		if err != nil {
+			return nil, err
+		}
+		v, ok := lookup(obj, t.field)
+		if !ok {
+			return nil, Permanent("json", fmt.Errorf("cannot take the key from %s: no such field", t.field))
+		}
+		r.setKey(cloneTree(v))
+	}
 	return one(r), nil
 }
 
@@ -314,8 +403,7 @@ func newFilter(s Spec, o Options) (Transform, error) {
 }
 
 func (t *filterT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
-	var d jsonDoc
-	ok, err := t.when.match(ctx, r, &d)
+	ok, err := t.when.match(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -385,8 +473,7 @@ func newRoute(s Spec, o Options) (Transform, error) {
 }
 
 func (t *routeT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
-	var d jsonDoc
-	if ok, err := t.when.match(ctx, r, &d); err != nil || !ok {
+	if ok, err := t.when.match(ctx, r); err != nil || !ok {
 		return passIf(r, err)
 	}
 	var (
@@ -396,7 +483,7 @@ func (t *routeT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
 	switch {
 	case t.expr != nil:
 		var err error
-		if topics, found, err = t.expr.evalTopics(ctx, r, &d); err != nil {
+		if topics, found, err = t.expr.evalTopics(ctx, r); err != nil {
 			return nil, err
 		}
 		for _, topic := range topics {
@@ -406,7 +493,7 @@ func (t *routeT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
 		}
 	case t.cases != nil:
 		for _, c := range t.cases {
-			ok, err := c.cond.evalBool(ctx, r, &d)
+			ok, err := c.cond.evalBool(ctx, r)
 			if err != nil {
 				return nil, err
 			}
@@ -416,7 +503,7 @@ func (t *routeT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
 			}
 		}
 	default:
-		obj, err := d.get(r)
+		obj, err := r.object(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -484,11 +571,10 @@ func newSplit(s Spec, o Options) (Transform, error) {
 }
 
 func (t *splitT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
-	var d jsonDoc
-	if ok, err := t.when.match(ctx, r, &d); err != nil || !ok {
+	if ok, err := t.when.match(ctx, r); err != nil || !ok {
 		return passIf(r, err)
 	}
-	obj, err := d.get(r)
+	obj, err := r.object(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -510,20 +596,22 @@ func (t *splitT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
 	for i, e := range elems {
 		x := e
 		if t.to != "" {
-			if err := setPath(obj, t.to, e); err != nil {
+			// Each record gets an object of its own: later steps may
+			// change one without the others.
+			o := obj
+			if i < len(elems)-1 {
+				o = cloneTree(obj).(map[string]any)
+			}
+			if err := setPath(o, t.to, e); err != nil {
 				return nil, err
 			}
-			x = obj
-		}
-		b, err := encodeJSON(x)
-		if err != nil {
-			return nil, Permanent("json", fmt.Errorf("encoding element %d: %w", i, err))
+			x = o
 		}
 		c := r
 		if i < len(elems)-1 {
 			c = r.Clone() // the last element reuses r
 		}
-		c.Value = b
+		c.setValue(x)
 		out = append(out, c)
 	}
 	return out, nil
@@ -547,8 +635,7 @@ func newCopy(s Spec, o Options) (Transform, error) {
 }
 
 func (t *copyT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
-	var d jsonDoc
-	if ok, err := t.when.match(ctx, r, &d); err != nil || !ok {
+	if ok, err := t.when.match(ctx, r); err != nil || !ok {
 		return passIf(r, err)
 	}
 	out := make([]*Record, 0, 1+len(t.topics))
@@ -587,8 +674,7 @@ func newFail(s Spec, o Options) (Transform, error) {
 }
 
 func (t *failT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
-	var d jsonDoc
-	ok, err := t.when.match(ctx, r, &d)
+	ok, err := t.when.match(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -620,8 +706,7 @@ func newDelay(s Spec, o Options) (Transform, error) {
 }
 
 func (t *delayT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
-	var d jsonDoc
-	ok, err := t.when.match(ctx, r, &d)
+	ok, err := t.when.match(ctx, r)
 	if err != nil || !ok {
 		return passIf(r, err)
 	}

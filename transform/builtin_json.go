@@ -9,46 +9,15 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"time"
 	"strings"
 	"sync"
 )
 
 // This file holds the JSON plumbing shared by the built-ins and by
 // Condition: decoding a record value into a map (numbers kept as
-// json.Number so big integers survive), dotted-path access, re-encoding,
-// and the "text" of a value that Condition and route compare.
-
-// jsonDoc decodes a record's value at most once per transform application,
-// so that a step's When condition, its expressions and the step itself
-// share one decode.
-type jsonDoc struct {
-	x    any
-	err  error
-	done bool
-}
-
-// value is r's value decoded as any single JSON value (for expressions).
-func (d *jsonDoc) value(r *Record) (any, error) {
-	if !d.done {
-		d.x, d.err = decodeJSON(r.Value)
-		d.done = true
-	}
-	return d.x, d.err
-}
-
-// get is r's value decoded as a JSON object (for the built-ins that work
-// on fields).
-func (d *jsonDoc) get(r *Record) (map[string]any, error) {
-	x, err := d.value(r)
-	if err != nil {
-		return nil, notObject(err)
-	}
-	obj, ok := x.(map[string]any)
-	if !ok {
-		return nil, notObject(fmt.Errorf("got %s", jsonKind(x)))
-	}
-	return obj, nil
-}
+// json.Number so big integers survive), dotted-path access and
+// re-encoding.
 
 // decodeJSON decodes v, which must be exactly one JSON value. Anything
 // else is a permanent error of class "json": bad data never gets better.
@@ -96,6 +65,14 @@ func jsonKind(x any) string {
 		return "array"
 	case map[string]any:
 		return "object"
+	case int64, uint64:
+		return "integer"
+	case []byte:
+		return "bytes"
+	case time.Time:
+		return "timestamp"
+	case Duration:
+		return "duration"
 	}
 	return fmt.Sprintf("%T", x)
 }
@@ -193,27 +170,6 @@ func deletePath(obj map[string]any, path string) (any, bool) {
 	}
 }
 
-// valueText is the text Condition and route compare: a string without
-// quotes, a number as written, true/false/null, and objects and arrays as
-// their compact JSON encoding (keys sorted).
-func valueText(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case json.Number:
-		return string(v)
-	case bool:
-		return strconv.FormatBool(v)
-	case nil:
-		return "null"
-	}
-	b, err := encodeJSON(v)
-	if err != nil {
-		return ""
-	}
-	return string(b)
-}
-
 // modMatches reports whether text is a base-10 integer n (optional '-',
 // digits only: no fraction, exponent or '+') with n mod m == rem, where mod
 // is Euclidean (the result is in [0, m) also for negative n). Integers of
@@ -296,9 +252,14 @@ func normalizeYAML(v any) any {
 	return v
 }
 
-// specValueJSON is set's Value as JSON text; a missing value is null.
-func specValueJSON(v any) (json.RawMessage, error) {
-	return encodeJSON(normalizeYAML(v))
+// specValueTree is set's Value as a value tree, as the JSON it would be
+// written as decodes (numbers as json.Number); a missing value is null.
+func specValueTree(v any) (any, error) {
+	b, err := encodeJSON(normalizeYAML(v))
+	if err != nil {
+		return nil, err
+	}
+	return decodeJSON(b)
 }
 
 // headerValueText is header's Value as text: strings as they are, bools as

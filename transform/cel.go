@@ -47,7 +47,24 @@ type Options struct {
 	// dead-lettered (permanent error of class "cel"). 0 means
 	// DefaultCostLimit.
 	CostLimit uint64
+	// Formats reads the source records' values and keys and writes the
+	// outputs' (package format); nil: values are JSON, keys text.
+	Formats Formats
+	// StructuredKeys: the source's keys decode to values (a key format
+	// such as avro or json), so expressions see key as a value (dyn)
+	// rather than as text (string).
+	StructuredKeys bool
+	// Timestamp chooses the outputs' timestamps: "" or TimestampSource
+	// (the source record's), TimestampNow (the time of writing), or a CEL
+	// expression giving a timestamp.
+	Timestamp string
 }
+
+// The output timestamps Options.Timestamp names without an expression.
+const (
+	TimestampSource = "source"
+	TimestampNow    = "now"
+)
 
 func (o Options) costLimit() uint64 {
 	if o.CostLimit == 0 {
@@ -75,12 +92,26 @@ const (
 
 // celEnv is the environment every expression is compiled in: CEL's
 // standard library, the strings, math and encoders extensions, optional
-// values (value.?field.orValue(x)), and the record's variables.
-var celEnv = sync.OnceValues(func() (*cel.Env, error) {
+// values (value.?field.orValue(x)), and the record's variables; key is
+// text, or a value (dyn) for a chain whose source keys are structured
+// (Options.StructuredKeys).
+func celEnv(structuredKeys bool) (*cel.Env, error) {
+	if structuredKeys {
+		return celEnvDynKey()
+	}
+	return celEnvTextKey()
+}
+
+var (
+	celEnvTextKey = sync.OnceValues(func() (*cel.Env, error) { return newCELEnv(cel.StringType) })
+	celEnvDynKey  = sync.OnceValues(func() (*cel.Env, error) { return newCELEnv(cel.DynType) })
+)
+
+func newCELEnv(keyType *cel.Type) (*cel.Env, error) {
 	return cel.NewEnv(
 		cel.Variable(varValue, cel.DynType),
 		cel.Variable(varValueBytes, cel.BytesType),
-		cel.Variable(varKey, cel.StringType),
+		cel.Variable(varKey, keyType),
 		cel.Variable(varKeyBytes, cel.BytesType),
 		cel.Variable(varHeaders, cel.MapType(cel.StringType, cel.StringType)),
 		cel.Variable(varTopic, cel.StringType),
@@ -93,7 +124,7 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 		ext.Encoders(),
 		cel.OptionalTypes(),
 	)
-})
+}
 
 // resultKind is what an expression must produce.
 type resultKind int
@@ -102,6 +133,8 @@ const (
 	resultAny   resultKind = iota // set, map: any value that has a JSON form
 	resultBool                    // conditions and route cases
 	resultTopic                   // route: a topic, a list of topics, "" or null
+	resultTime                    // output.timestamp: a timestamp, or null
+	resultHeader                  // header: a string, bytes, number or bool
 )
 
 func (k resultKind) String() string {
@@ -110,6 +143,10 @@ func (k resultKind) String() string {
 		return "a bool"
 	case resultTopic:
 		return "a topic name (string), a list of them, or null"
+	case resultTime:
+		return "a timestamp, or null"
+	case resultHeader:
+		return "a string, bytes, a number or a bool"
 	}
 	return "a value"
 }
@@ -119,6 +156,8 @@ type program struct {
 	path      string // "expr", "when.expr", "cases[1].expr": for errors
 	prg       cel.Program
 	costLimit uint64
+	// structuredKeys: key is the key's value rather than its text.
+	structuredKeys bool
 }
 
 // exprError is one problem found compiling an expression, at a 1-based
@@ -132,8 +171,8 @@ type exprError struct {
 // compileExpr parses and type-checks src, and checks that its type can be
 // what result asks for. It returns every problem found, with positions in
 // src, explained as celIssues explains them.
-func compileExpr(src string, result resultKind) (*cel.Ast, []exprError) {
-	env, err := celEnv()
+func compileExpr(src string, result resultKind, o Options) (*cel.Ast, []exprError) {
+	env, err := celEnv(o.StructuredKeys)
 	if err != nil { // cannot happen: the declarations are fixed
 		return nil, []exprError{{msg: "CEL environment: " + err.Error()}}
 	}
@@ -161,6 +200,14 @@ func typeFits(t *cel.Type, result resultKind) bool {
 	switch result {
 	case resultBool:
 		return t.Kind() == types.BoolKind
+	case resultTime:
+		return t.Kind() == types.TimestampKind || t.Kind() == types.NullTypeKind
+	case resultHeader:
+		switch t.Kind() {
+		case types.StringKind, types.BytesKind, types.IntKind, types.UintKind, types.DoubleKind, types.BoolKind:
+			return true
+		}
+		return false
 	case resultTopic:
 		switch t.Kind() {
 		case types.StringKind, types.NullTypeKind:
@@ -176,8 +223,8 @@ func typeFits(t *cel.Type, result resultKind) bool {
 
 // checkExpr reports the problems of expression src at path (relative to
 // a spec) as FieldErrors.
-func checkExpr(path, src string, result resultKind) []FieldError {
-	_, errs := compileExpr(src, result)
+func checkExpr(path, src string, result resultKind, o Options) []FieldError {
+	_, errs := compileExpr(src, result, o)
 	out := make([]FieldError, len(errs))
 	for i, e := range errs {
 		out[i] = FieldError{Path: path, Msg: e.msg, Line: e.line, Col: e.col, Snippet: e.snippet}
@@ -188,7 +235,7 @@ func checkExpr(path, src string, result resultKind) []FieldError {
 // newProgram compiles src for evaluation. Spec validation has checked it
 // already; an error here reports it again rather than panicking.
 func newProgram(path, src string, result resultKind, o Options) (*program, error) {
-	ast, errs := compileExpr(src, result)
+	ast, errs := compileExpr(src, result, o)
 	if len(errs) > 0 {
 		fe := make([]FieldError, len(errs))
 		for i, e := range errs {
@@ -196,7 +243,7 @@ func newProgram(path, src string, result resultKind, o Options) (*program, error
 		}
 		return nil, &ValidationError{Errors: fe}
 	}
-	env, _ := celEnv()
+	env, _ := celEnv(o.StructuredKeys)
 	limit := o.costLimit()
 	prg, err := env.Program(ast,
 		cel.CostLimit(limit),
@@ -207,17 +254,17 @@ func newProgram(path, src string, result resultKind, o Options) (*program, error
 	if err != nil {
 		return nil, &ValidationError{Errors: []FieldError{{Path: path, Msg: err.Error()}}}
 	}
-	return &program{path: path, prg: prg, costLimit: limit}, nil
+	return &program{path: path, prg: prg, costLimit: limit, structuredKeys: o.StructuredKeys}, nil
 }
 
-// eval evaluates p against r. d is the step's shared JSON decode of r's
-// value. Errors are classified: a value that is not JSON, when the
-// expression needs it, is a permanent "json" error (as for the other
-// steps); any other evaluation error — a missing field, a wrong type, the
-// cost limit — is a permanent "cel" error; an interrupted evaluation
-// (ctx ended) is retryable.
-func (p *program) eval(ctx context.Context, r *Record, d *jsonDoc) (ref.Val, error) {
-	vars := &celVars{r: r, d: d}
+// eval evaluates p against r. Errors are classified: a value or key that
+// does not decode, when the expression needs it, fails as its decoder
+// says (a permanent "json" error for a value that is not JSON, as for the
+// other steps); any other evaluation error — a missing field, a wrong
+// type, the cost limit — is a permanent "cel" error; an interrupted
+// evaluation (ctx ended) is retryable.
+func (p *program) eval(ctx context.Context, r *Record) (ref.Val, error) {
+	vars := &celVars{ctx: ctx, r: r, structuredKeys: p.structuredKeys}
 	v, _, err := p.prg.ContextEval(ctx, vars)
 	if err != nil {
 		switch {
@@ -234,8 +281,8 @@ func (p *program) eval(ctx context.Context, r *Record, d *jsonDoc) (ref.Val, err
 }
 
 // evalBool evaluates a bool expression.
-func (p *program) evalBool(ctx context.Context, r *Record, d *jsonDoc) (bool, error) {
-	v, err := p.eval(ctx, r, d)
+func (p *program) evalBool(ctx context.Context, r *Record) (bool, error) {
+	v, err := p.eval(ctx, r)
 	if err != nil {
 		return false, err
 	}
@@ -248,8 +295,8 @@ func (p *program) evalBool(ctx context.Context, r *Record, d *jsonDoc) (bool, er
 
 // evalTopics evaluates a route expression: a topic or a list of topics;
 // "", null and an empty list choose no topic (ok false).
-func (p *program) evalTopics(ctx context.Context, r *Record, d *jsonDoc) (topics []string, ok bool, err error) {
-	v, err := p.eval(ctx, r, d)
+func (p *program) evalTopics(ctx context.Context, r *Record) (topics []string, ok bool, err error) {
+	v, err := p.eval(ctx, r)
 	if err != nil {
 		return nil, false, err
 	}
@@ -275,14 +322,14 @@ func (p *program) evalTopics(ctx context.Context, r *Record, d *jsonDoc) (topics
 	return nil, false, Permanent("cel", fmt.Errorf("%s: got %s, want a topic name (string), a list of them, or null", p.path, typeName(v)))
 }
 
-// evalJSON evaluates an expression whose result is stored in a JSON
-// value, converted as toJSON does.
-func (p *program) evalJSON(ctx context.Context, r *Record, d *jsonDoc) (any, error) {
-	v, err := p.eval(ctx, r, d)
+// evalValue evaluates an expression whose result is stored in a value
+// tree, converted as toValue does.
+func (p *program) evalValue(ctx context.Context, r *Record) (any, error) {
+	v, err := p.eval(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	x, err := toJSON(v)
+	x, err := toValue(v)
 	if err != nil {
 		return nil, Permanent("cel", fmt.Errorf("%s: %w", p.path, err))
 	}
@@ -299,11 +346,13 @@ func typeName(v ref.Val) string {
 // celVars binds an expression's variables to one record, each computed
 // the first time the expression asks for it.
 type celVars struct {
-	r        *Record
-	d        *jsonDoc
-	value    ref.Val
-	headers  ref.Val
-	valueErr error // why value could not be bound: the value is not JSON
+	ctx            context.Context
+	r              *Record
+	structuredKeys bool
+	value          ref.Val
+	key            ref.Val
+	headers        ref.Val
+	valueErr       error // why value or key could not be bound: it does not decode
 }
 
 // ResolveName implements interpreter.Activation.
@@ -312,7 +361,7 @@ func (a *celVars) ResolveName(name string) (any, bool) {
 	switch name {
 	case varValue:
 		if a.value == nil {
-			x, err := a.d.value(r)
+			x, err := r.value(a.ctx)
 			if err != nil {
 				a.valueErr = err
 				a.value = types.NewErr("%v", err)
@@ -322,11 +371,14 @@ func (a *celVars) ResolveName(name string) (any, bool) {
 		}
 		return a.value, true
 	case varValueBytes:
-		return types.Bytes(r.Value), true
+		return types.Bytes(r.val.bytesNow(r.Value, false)), true
 	case varKey:
-		return types.String(r.Key), true
+		if a.key == nil {
+			a.key = a.keyVal()
+		}
+		return a.key, true
 	case varKeyBytes:
-		return types.Bytes(r.Key), true
+		return types.Bytes(r.key.bytesNow(r.Key, true)), true
 	case varHeaders:
 		if a.headers == nil {
 			m := make(map[string]string, len(r.Headers))
@@ -350,10 +402,31 @@ func (a *celVars) ResolveName(name string) (any, bool) {
 	return nil, false
 }
 
+// keyVal binds key: the key's text (a null key is ""), or with
+// structured keys its value.
+func (a *celVars) keyVal() ref.Val {
+	r := a.r
+	if !a.structuredKeys {
+		if !r.key.changed() {
+			return types.String(r.Key)
+		}
+		if r.key.tree == nil {
+			return types.String("")
+		}
+		return types.String(valueText(r.key.tree))
+	}
+	x, err := r.keyValue(a.ctx)
+	if err != nil {
+		a.valueErr = err
+		return types.NewErr("%v", err)
+	}
+	return jsonAdapter{}.NativeToValue(x)
+}
+
 // Parent implements interpreter.Activation.
 func (a *celVars) Parent() interpreter.Activation { return nil }
 
-// jsonAdapter presents a decoded JSON value to CEL without copying it.
+// jsonAdapter presents a value tree to CEL without copying it.
 //
 // Numbers, which the decoder keeps as written (json.Number), are doubles,
 // as in CEL's own mapping of JSON (google.protobuf.Value): so the type of
@@ -387,25 +460,28 @@ func (jsonAdapter) NativeToValue(v any) ref.Val {
 		return types.NewStringInterfaceMap(jsonAdapter{}, x)
 	case []any:
 		return types.NewDynamicList(jsonAdapter{}, x)
+	case Duration:
+		return types.Duration{Duration: time.Duration(x)}
+	case time.Time:
+		return types.Timestamp{Time: x}
 	}
 	return types.DefaultTypeAdapter.NativeToValue(v)
 }
 
-// toJSON converts a CEL value to what encodeJSON writes: null, bool,
-// numbers, strings, lists, and maps with string keys. A timestamp becomes
-// its RFC 3339 text and a duration its Go text ("1m30s"); bytes become
-// base64 text, as in protobuf's JSON mapping. A double that is NaN or
-// infinite, a map key that is not a string, and any other type are errors.
-func toJSON(v ref.Val) (any, error) {
+// toValue converts a CEL value to a value tree: null, bool, int64,
+// uint64, float64, string, []byte, time.Time (UTC), Duration, lists and
+// maps with string keys. A double that is NaN or infinite, a map key that
+// is not a string, and any other type are errors.
+func toValue(v ref.Val) (any, error) {
 	switch x := v.(type) {
 	case types.Null:
 		return nil, nil
 	case types.Bool:
 		return bool(x), nil
 	case types.Int:
-		return json.Number(strconv.FormatInt(int64(x), 10)), nil
+		return int64(x), nil
 	case types.Uint:
-		return json.Number(strconv.FormatUint(uint64(x), 10)), nil
+		return uint64(x), nil
 	case types.Double:
 		f := float64(x)
 		if math.IsNaN(f) || math.IsInf(f, 0) {
@@ -415,22 +491,16 @@ func toJSON(v ref.Val) (any, error) {
 	case types.String:
 		return string(x), nil
 	case types.Bytes:
-		b, err := json.Marshal([]byte(x))
-		if err != nil {
-			return nil, err
-		}
-		var s string
-		_ = json.Unmarshal(b, &s)
-		return s, nil
+		return []byte(x), nil
 	case types.Timestamp:
-		return x.Time.UTC().Format(time.RFC3339Nano), nil
+		return x.Time.UTC(), nil
 	case types.Duration:
-		return x.Duration.String(), nil
+		return Duration(x.Duration), nil
 	case traits.Lister:
 		n, _ := x.Size().(types.Int)
 		out := make([]any, 0, int(n))
 		for i := types.Int(0); i < n; i++ {
-			e, err := toJSON(x.Get(i))
+			e, err := toValue(x.Get(i))
 			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
@@ -444,9 +514,9 @@ func toJSON(v ref.Val) (any, error) {
 			k := it.Next()
 			ks, ok := k.(types.String)
 			if !ok {
-				return nil, fmt.Errorf("map key %v is %s; JSON keys are strings", k, typeName(k))
+				return nil, fmt.Errorf("map key %v is %s; keys are strings", k, typeName(k))
 			}
-			e, err := toJSON(x.Get(k))
+			e, err := toValue(x.Get(k))
 			if err != nil {
 				return nil, fmt.Errorf(".%s: %w", ks, err)
 			}
@@ -459,5 +529,5 @@ func toJSON(v ref.Val) (any, error) {
 	if v == nil {
 		return nil, errors.New("no value")
 	}
-	return nil, fmt.Errorf("a %s has no JSON form", typeName(v))
+	return nil, fmt.Errorf("a %s has no value form", typeName(v))
 }

@@ -45,8 +45,7 @@ func (c *Condition) Match(r *Record) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	var d jsonDoc
-	return m.match(context.Background(), r, &d)
+	return m.match(context.Background(), r)
 }
 
 // matcher is a Condition with its expression compiled. A nil matcher
@@ -74,28 +73,27 @@ func compileCondition(c *Condition, prefix string, o Options) (*matcher, error) 
 	return m, nil
 }
 
-// match is Match with a shared lazily decoded value, so that a transform
-// decodes the record's JSON once for its condition and its own work.
-func (m *matcher) match(ctx context.Context, r *Record, d *jsonDoc) (bool, error) {
+// match is Match with the condition compiled.
+func (m *matcher) match(ctx context.Context, r *Record) (bool, error) {
 	if m == nil {
 		return true, nil
 	}
-	ok, err := m.c.match(r, d)
+	ok, err := m.c.match(ctx, r)
 	if err != nil || !ok || m.expr == nil {
 		return ok, err
 	}
-	return m.expr.evalBool(ctx, r, d)
+	return m.expr.evalBool(ctx, r)
 }
 
 // match tests every predicate but Expr.
-func (c *Condition) match(r *Record, d *jsonDoc) (bool, error) {
+func (c *Condition) match(ctx context.Context, r *Record) (bool, error) {
 	var (
 		text    string
 		present bool
 	)
 	switch {
 	case c.Field != "":
-		obj, err := d.get(r)
+		obj, err := r.object(ctx)
 		if err != nil {
 			return false, err
 		}
@@ -149,7 +147,7 @@ func (c *Condition) needsText() bool {
 // validate reports every problem in c, with paths under prefix ("when"),
 // in this order: field/header choice, missing test, in, exists, modulo,
 // remainder, delivery counts, expr. A nil Condition is valid.
-func (c *Condition) validate(prefix string) []FieldError {
+func (c *Condition) validate(prefix string, o Options) []FieldError {
 	if c == nil {
 		return nil
 	}
@@ -214,7 +212,7 @@ func (c *Condition) validate(prefix string) []FieldError {
 		add("max_delivery_count", "must be >= min_delivery_count (%d), got %d", c.MinDeliveryCount, c.MaxDeliveryCount)
 	}
 	if c.Expr != "" {
-		errs = append(errs, checkExpr(prefix+".expr", c.Expr, resultBool)...)
+		errs = append(errs, checkExpr(prefix+".expr", c.Expr, resultBool, o)...)
 	}
 	return errs
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"time"
+
+	"cel.dev/cel-go/common/types"
 )
 
 // Header is one record header. Keys may repeat, as in Kafka.
@@ -29,12 +31,25 @@ type Source struct {
 // Record is the unit a Transform works on. Topic is the output topic; empty
 // means the pipeline's default output topic. Source is copied unchanged to
 // every record a transform derives from this one.
+//
+// Key and Value are the bytes the record came with; the steps read and
+// change them as value trees (see value.go), decoded on first use, and
+// Chain.Apply leaves the bytes of its outputs as they are written: the
+// unchanged ones as they came, the changed ones encoded in the output's
+// format.
 type Record struct {
 	Topic   string
 	Key     []byte
 	Value   []byte
 	Headers []Header
 	Source  Source
+	// Timestamp is the output's timestamp, set by Chain.Apply (by
+	// default the source record's); zero leaves it to the producer, which
+	// writes the time of writing.
+	Timestamp time.Time
+
+	// val and key are the value and key as the steps see them.
+	val, key content
 }
 
 // Clone returns a deep copy of r, for transforms that fan out.
@@ -42,6 +57,8 @@ func (r *Record) Clone() *Record {
 	c := *r
 	c.Key = cloneBytes(r.Key)
 	c.Value = cloneBytes(r.Value)
+	c.val = r.val.clone()
+	c.key = r.key.clone()
 	if r.Headers != nil {
 		c.Headers = make([]Header, len(r.Headers))
 		for i, h := range r.Headers {
@@ -174,8 +191,15 @@ func Classify(err error) *Error {
 
 // Chain applies transforms in order: every record a step returns is fed to
 // the next step. A step that returns no records ends that branch (filtered).
+// When the steps are done, each output's value and key are written in
+// their output's format and its timestamp chosen (finish).
 type Chain struct {
-	steps []step
+	steps   []step
+	formats Formats
+	// stamp chooses the outputs' timestamps: nil for the source's, or an
+	// expression; now writes none (the producer's time of writing).
+	stamp *program
+	now   bool
 }
 
 type step struct {
@@ -183,7 +207,9 @@ type step struct {
 	t    Transform
 }
 
-// NewChain builds a chain from named steps; names are used in errors.
+// NewChain builds a chain from named steps; names are used in errors. It
+// reads values as JSON and keys as text, and keeps the source's
+// timestamps; BuildWith builds one with other Options.
 func NewChain() *Chain { return &Chain{} }
 
 // Add appends a step named name.
@@ -195,9 +221,21 @@ func (c *Chain) Add(name string, t Transform) *Chain {
 // Len returns the number of steps.
 func (c *Chain) Len() int { return len(c.steps) }
 
+// CopiesAsIs reports whether the chain writes every record as it came:
+// no steps, no formats, and the source's timestamp or none (now reports
+// which). The relay then skips the transform record altogether.
+func (c *Chain) CopiesAsIs() (ok, now bool) {
+	return len(c.steps) == 0 && c.formats == nil && c.stamp == nil, c.now
+}
+
 // Apply runs the chain on r. A panic in any step is recovered and returned
-// as a permanent error of class "panic" that names the step.
+// as a permanent error of class "panic" that names the step. Each output
+// returned has its Value and Key as they are written (see finish) and
+// its Timestamp.
 func (c *Chain) Apply(ctx context.Context, r *Record) ([]*Record, error) {
+	if c.formats != nil && r.val.dec == nil && r.val.state == stBytes {
+		r.val.dec, r.key.dec = c.formats.Source(r.Source.Topic)
+	}
 	cur := []*Record{r}
 	for _, s := range c.steps {
 		var next []*Record
@@ -222,7 +260,94 @@ func (c *Chain) Apply(ctx context.Context, r *Record) ([]*Record, error) {
 			return nil, nil
 		}
 	}
+	for _, o := range cur {
+		if err := c.finish(ctx, o); err != nil {
+			return nil, err
+		}
+	}
 	return cur, nil
+}
+
+// finish writes o's value and key in the formats of its output topic and
+// sets its timestamp. A value or key no step changed keeps its bytes when
+// the output's format takes them as they are (Encoder.Keep): the same
+// format and schema. Bytes a map step set are written as they are.
+func (c *Chain) finish(ctx context.Context, o *Record) error {
+	valEnc, keyEnc := Encoder(JSON), Encoder(Text)
+	if c.formats != nil {
+		valEnc, keyEnc = c.formats.Output(o.Topic)
+	}
+	b, err := o.val.write(ctx, o.Value, valEnc, JSON)
+	if err != nil {
+		return converterErr("value", err)
+	}
+	o.Value = b
+	if b, err = o.key.write(ctx, o.Key, keyEnc, Text); err != nil {
+		return converterErr("key", err)
+	}
+	o.Key = b
+	switch {
+	case c.now:
+		o.Timestamp = time.Time{}
+	case c.stamp != nil:
+		v, err := c.stamp.eval(ctx, o)
+		if err != nil {
+			e := *Classify(err)
+			e.Step = "output.timestamp"
+			return &e
+		}
+		switch x := v.(type) {
+		case types.Timestamp:
+			o.Timestamp = x.Time
+		case types.Null:
+			o.Timestamp = time.Time{}
+		default:
+			return &Error{Kind: KindPermanent, Class: "cel", Step: "output.timestamp", Err: fmt.Errorf("got %s, want a timestamp or null", typeName(v))}
+		}
+	default:
+		o.Timestamp = o.Source.Timestamp
+	}
+	return nil
+}
+
+// write returns the content's bytes for enc: b itself when no step changed
+// it and enc keeps it, else its tree encoded.
+func (c *content) write(ctx context.Context, b []byte, enc Encoder, def Decoder) ([]byte, error) {
+	switch c.state {
+	case stLiteral:
+		return b, nil
+	case stBytes, stDecoded:
+		dec := c.dec
+		if dec == nil {
+			dec = def
+		}
+		keep, err := enc.Keep(ctx, dec, b)
+		if err != nil {
+			return nil, err
+		}
+		if keep {
+			return b, nil
+		}
+	}
+	v, err := c.get(ctx, b, def)
+	if err != nil {
+		return nil, err
+	}
+	return enc.Encode(ctx, v)
+}
+
+// converterErr marks err as the value's or the key's format failing
+// (Error.Converter), with the step "output.value_format" (or key) when
+// the encoder named none.
+func converterErr(which string, err error) error {
+	e := *Classify(err)
+	if e.Converter == "" {
+		e.Converter = which
+	}
+	if e.Step == "" {
+		e.Step = "output." + which + "_format"
+	}
+	return &e
 }
 
 func safeApply(ctx context.Context, s step, r *Record) (out []*Record, err error) {

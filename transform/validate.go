@@ -40,7 +40,7 @@ var specFields = []struct {
 	{sfExpr, "expr", "required: a CEL expression"},
 	{sfHeader, "header", "required: the header name"},
 	{sfWhen, "when", "required: a condition selecting the records"},
-	{sfAction, "action", "required: drop or keep"},
+	{sfAction, "action", "required: an action"},
 	{sfRoutes, "routes", "required: at least one value: topic entry"},
 	{sfDefault, "default", "required: a topic"},
 	{sfTopics, "topics", "required: at least one topic"},
@@ -63,7 +63,8 @@ var builtinRules = map[string]typeRule{
 	"map":    {required: sfExpr, uses: sfExpr | sfWhen},
 	"rename": {required: sfField | sfTo, uses: sfField | sfTo | sfWhen},
 	"remove": {required: sfField, uses: sfField | sfWhen},
-	"header": {required: sfHeader | sfValue, uses: sfHeader | sfValue | sfWhen},
+	"header": {required: sfHeader, uses: sfHeader | sfValue | sfExpr | sfAction | sfWhen},
+	"key":    {uses: sfField | sfExpr | sfAction | sfWhen},
 	"filter": {required: sfWhen, uses: sfWhen | sfAction},
 	"route":  {uses: sfField | sfExpr | sfRoutes | sfDefault | sfTopics | sfCases | sfWhen},
 	"split":  {required: sfField, uses: sfField | sfTo | sfWhen},
@@ -131,7 +132,12 @@ func (s *Spec) isSet(f specField) bool {
 //
 // Note that with YAML's omitempty decoding, Value nil cannot be told from
 // "value: null": set treats it as JSON null, header reports it missing.
-func (s Spec) Validate() []FieldError {
+func (s Spec) Validate() []FieldError { return s.ValidateWith(Options{}) }
+
+// ValidateWith is Validate for a chain built with o: expressions are
+// checked against the variables o gives them (key as text, or as a value
+// with Options.StructuredKeys).
+func (s Spec) ValidateWith(o Options) []FieldError {
 	var errs []FieldError
 	add := func(path, msg string, args ...any) {
 		errs = append(errs, FieldError{Path: path, Msg: fmt.Sprintf(msg, args...)})
@@ -146,20 +152,20 @@ func (s Spec) Validate() []FieldError {
 		add("type", "unknown type %q; expected one of %s", s.Type, knownTypes())
 	}
 	if !builtin || !registered {
-		return append(errs, s.When.validate("when")...)
+		return append(errs, s.When.validate("when", o)...)
 	}
-	errs = append(errs, validateBuiltin(s, rule)...)
+	errs = append(errs, validateBuiltin(s, rule, o)...)
 	return errs
 }
 
 // validateBuiltin is Validate for a built-in type, steps 2 to 5. The
 // built-in constructors use it directly (not Validate, which reads
 // Registry: that would be an initialization cycle).
-func validateBuiltin(s Spec, rule typeRule) []FieldError {
+func validateBuiltin(s Spec, rule typeRule, o Options) []FieldError {
 	errs := presenceErrors(s, rule)
-	errs = append(errs, valueErrors(s, rule)...)
+	errs = append(errs, valueErrors(s, rule, o)...)
 	if rule.uses&sfWhen != 0 {
-		errs = append(errs, s.When.validate("when")...)
+		errs = append(errs, s.When.validate("when", o)...)
 	}
 	return errs
 }
@@ -181,8 +187,13 @@ func presenceErrors(s Spec, rule typeRule) []FieldError {
 			add(f.name, "%s", f.required)
 		}
 	}
-	if s.Type == "route" {
+	switch s.Type {
+	case "route":
 		errs = append(errs, routeForm(s)...)
+	case "header":
+		errs = append(errs, headerForm(s)...)
+	case "key":
+		errs = append(errs, keyForm(s)...)
 	}
 	for _, f := range specFields {
 		if rule.uses&f.f == 0 && (s.isSet(f.f) || f.f == sfRoutes && s.Routes != nil ||
@@ -195,7 +206,7 @@ func presenceErrors(s Spec, rule typeRule) []FieldError {
 
 // valueErrors is Validate's step 4 for a built-in type: the invalid values
 // of the fields it uses, in Spec field order.
-func valueErrors(s Spec, rule typeRule) []FieldError {
+func valueErrors(s Spec, rule typeRule, o Options) []FieldError {
 	var errs []FieldError
 	add := func(path, msg string, args ...any) {
 		errs = append(errs, FieldError{Path: path, Msg: fmt.Sprintf(msg, args...)})
@@ -219,19 +230,22 @@ func valueErrors(s Spec, rule typeRule) []FieldError {
 	}
 	if uses(sfExpr) && s.Expr != "" {
 		result := resultAny
-		if s.Type == "route" {
+		switch s.Type {
+		case "route":
 			result = resultTopic
+		case "header":
+			result = resultHeader
 		}
-		errs = append(errs, checkExpr("expr", s.Expr, result)...)
+		errs = append(errs, checkExpr("expr", s.Expr, result, o)...)
 	}
-	if uses(sfAction) && s.Action != "" && s.Action != "drop" && s.Action != "keep" {
-		add("action", "must be drop or keep, got %q", s.Action)
+	if uses(sfAction) && s.Action != "" && !slices.Contains(actions[s.Type], s.Action) {
+		add("action", "must be %s, got %q", orList(actions[s.Type]), s.Action)
 	}
 	if uses(sfTopics) {
 		errs = append(errs, duplicateTopics("topics", s.Topics)...)
 	}
 	if uses(sfCases) {
-		errs = append(errs, caseErrors(s.Cases)...)
+		errs = append(errs, caseErrors(s.Cases, o)...)
 	}
 	if uses(sfKind) && s.Kind != "" && s.Kind != "retry" && s.Kind != "permanent" {
 		add("kind", "must be retry or permanent, got %q", s.Kind)
@@ -251,7 +265,7 @@ func valueFieldErrors(s Spec) []FieldError {
 	}
 	switch s.Type {
 	case "set":
-		if _, err := specValueJSON(s.Value); err != nil {
+		if _, err := specValueTree(s.Value); err != nil {
 			add("value", "cannot be encoded as JSON: %v", err)
 		}
 		if s.Value != nil && s.Expr != "" {
@@ -267,7 +281,7 @@ func valueFieldErrors(s Spec) []FieldError {
 
 // caseErrors checks a route step's cases: each with an expression that
 // compiles to a bool, exactly one of topic and topics, and no topic twice.
-func caseErrors(cases []RouteCase) []FieldError {
+func caseErrors(cases []RouteCase, o Options) []FieldError {
 	var errs []FieldError
 	add := func(path, msg string, args ...any) {
 		errs = append(errs, FieldError{Path: path, Msg: fmt.Sprintf(msg, args...)})
@@ -277,7 +291,7 @@ func caseErrors(cases []RouteCase) []FieldError {
 		if c.Expr == "" {
 			add(p+".expr", "required: a CEL expression that is true for the records this case routes")
 		} else {
-			errs = append(errs, checkExpr(p+".expr", c.Expr, resultBool)...)
+			errs = append(errs, checkExpr(p+".expr", c.Expr, resultBool, o)...)
 		}
 		switch {
 		case c.Topic == "" && len(c.Topics) == 0:
@@ -288,6 +302,65 @@ func caseErrors(cases []RouteCase) []FieldError {
 		errs = append(errs, duplicateTopics(p+".topics", c.Topics)...)
 	}
 	return errs
+}
+
+// actions are the actions of the types that take one; the first is the
+// default.
+var actions = map[string][]string{
+	"filter": {"drop", "keep"},
+	"header": {HeaderAppend, HeaderSet, HeaderRemove},
+	"key":    {KeyRemove},
+}
+
+// The actions of a header step, and of a key step.
+const (
+	HeaderAppend = "append" // add the header, keeping any of that name (the default)
+	HeaderSet    = "set"    // replace every header of that name by this one
+	HeaderRemove = "remove" // remove every header of that name
+	KeyRemove    = "remove" // the output has no key
+)
+
+// orList is "a, b or c".
+func orList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
+}
+
+// headerForm checks a header step: a value or an expression to append or
+// set, neither to remove.
+func headerForm(s Spec) []FieldError {
+	var errs []FieldError
+	add := func(path, msg string) { errs = append(errs, FieldError{Path: path, Msg: msg}) }
+	switch {
+	case s.Action == HeaderRemove && s.Value != nil:
+		add("value", "not used with action remove")
+	case s.Action == HeaderRemove && s.Expr != "":
+		add("expr", "not used with action remove")
+	case s.Action == HeaderRemove:
+	case s.Value == nil && s.Expr == "":
+		add("value", "required: the header value (string, number or bool), or expr")
+	case s.Value != nil && s.Expr != "":
+		add("expr", "cannot be combined with value; set only one of them")
+	}
+	return errs
+}
+
+// keyForm checks a key step: exactly one of field, expr and action
+// remove.
+func keyForm(s Spec) []FieldError {
+	switch n := btoi(s.Field != "") + btoi(s.Expr != "") + btoi(s.Action != ""); {
+	case n == 0:
+		return []FieldError{{Msg: "required: field (the key becomes that field's value), expr (the expression's result), or action: remove (no key)"}}
+	case n > 1:
+		path := "expr"
+		if s.Expr == "" {
+			path = "action"
+		}
+		return []FieldError{{Path: path, Msg: "set only one of field, expr and action"}}
+	}
+	return nil
 }
 
 // routeForm checks that a route step uses exactly one of its forms:
@@ -396,7 +469,7 @@ func Build(specs []Spec) (*Chain, error) { return BuildWith(specs, Options{}) }
 func BuildWith(specs []Spec, o Options) (*Chain, error) {
 	var errs []FieldError
 	for i, s := range specs {
-		for _, fe := range s.Validate() {
+		for _, fe := range s.ValidateWith(o) {
 			fe.Path = strings.TrimSuffix(fmt.Sprintf("transforms[%d].%s", i, fe.Path), ".")
 			errs = append(errs, fe)
 		}
@@ -404,7 +477,18 @@ func BuildWith(specs []Spec, o Options) (*Chain, error) {
 	if len(errs) > 0 {
 		return nil, &ValidationError{Errors: errs}
 	}
-	c := NewChain()
+	c := &Chain{formats: o.Formats}
+	switch o.Timestamp {
+	case "", TimestampSource:
+	case TimestampNow:
+		c.now = true
+	default:
+		p, err := newProgram("output.timestamp", o.Timestamp, resultTime, o)
+		if err != nil {
+			return nil, err
+		}
+		c.stamp = p
+	}
 	for i, s := range specs {
 		t, err := Registry[s.Type](s, o)
 		if err != nil {
@@ -417,4 +501,11 @@ func BuildWith(specs []Spec, o Options) (*Chain, error) {
 		c.Add(name, t)
 	}
 	return c, nil
+}
+
+// CheckTimestamp reports the problems of expr as the outputs' timestamp
+// expression (output.timestamp): it must compile with o's variables and
+// give a timestamp or null.
+func CheckTimestamp(expr string, o Options) []FieldError {
+	return checkExpr("", expr, resultTime, o)
 }

@@ -13,7 +13,7 @@ import (
 
 func fe(path, msg string) transform.FieldError { return transform.FieldError{Path: path, Msg: msg} }
 
-const knownTypes = "copy, delay, fail, filter, header, map, remove, rename, route, set, split"
+const knownTypes = "copy, delay, fail, filter, header, key, map, remove, rename, route, set, split"
 
 func TestValidate(t *testing.T) {
 	type C = transform.Condition
@@ -73,8 +73,8 @@ func TestValidate(t *testing.T) {
 		{name: "header reports name and value required",
 			spec: S{Type: "header"},
 			want: []transform.FieldError{
-				fe("value", "required: the header value (string, number or bool)"),
 				fe("header", "required: the header name"),
+				fe("value", "required: the header value (string, number or bool), or expr"),
 			}},
 		{name: "header reports a value that is not a scalar",
 			spec: S{Type: "header", Header: "h", Value: []any{1}},
