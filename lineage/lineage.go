@@ -34,20 +34,27 @@ const (
 // names Connect does not have (delivery count, time, kind) use the same
 // prefix.
 const (
-	DLQPrefix                = "__connect.errors."
-	HeaderDLQTopic           = DLQPrefix + "topic"
-	HeaderDLQPartition       = DLQPrefix + "partition"
-	HeaderDLQOffset          = DLQPrefix + "offset"
-	HeaderDLQPipeline        = DLQPrefix + "connector.name"
-	HeaderDLQWorker          = DLQPrefix + "task.id"
-	HeaderDLQStage           = DLQPrefix + "stage"
-	HeaderDLQStep            = DLQPrefix + "class.name"
-	HeaderDLQErrorClass      = DLQPrefix + "exception.class.name"
-	HeaderDLQErrorMessage    = DLQPrefix + "exception.message"
-	HeaderDLQDeliveryCount   = DLQPrefix + "delivery.count"
-	HeaderDLQTime            = DLQPrefix + "timestamp"
-	HeaderDLQKind            = DLQPrefix + "kind"
-	DLQStageTransformation   = "TRANSFORMATION"
+	DLQPrefix              = "__connect.errors."
+	HeaderDLQTopic         = DLQPrefix + "topic"
+	HeaderDLQPartition     = DLQPrefix + "partition"
+	HeaderDLQOffset        = DLQPrefix + "offset"
+	HeaderDLQPipeline      = DLQPrefix + "connector.name"
+	HeaderDLQWorker        = DLQPrefix + "task.id"
+	HeaderDLQStage         = DLQPrefix + "stage"
+	HeaderDLQStep          = DLQPrefix + "class.name"
+	HeaderDLQErrorClass    = DLQPrefix + "exception.class.name"
+	HeaderDLQErrorMessage  = DLQPrefix + "exception.message"
+	HeaderDLQDeliveryCount = DLQPrefix + "delivery.count"
+	HeaderDLQTime          = DLQPrefix + "timestamp"
+	HeaderDLQKind          = DLQPrefix + "kind"
+	DLQStageTransformation = "TRANSFORMATION"
+	// DLQStageValueConverter and DLQStageKeyConverter mark a record whose
+	// value or key could not be read or written in its format (bytes
+	// that do not decode, a schema id the registry does not know, a value
+	// that does not fit the output's schema): Connect's stages of its
+	// converters.
+	DLQStageValueConverter   = "VALUE_CONVERTER"
+	DLQStageKeyConverter     = "KEY_CONVERTER"
 	DLQKindPermanent         = "permanent"
 	DLQKindAttemptsExhausted = "attempts-exhausted"
 	// DLQStageProduce and DLQKindWrite mark a record whose outputs the

@@ -1,6 +1,8 @@
 package lineage
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sharerelay/sharerelay/transform"
@@ -59,19 +61,24 @@ func OutputIn(o *transform.Record, defaultTopic string, src Source, index, count
 	if topic == "" {
 		topic = defaultTopic
 	}
-	return kgo.Record{Topic: topic, Key: o.Key, Value: o.Value, Headers: hs}
+	return kgo.Record{Topic: topic, Key: o.Key, Value: o.Value, Headers: hs, Timestamp: o.Timestamp}
 }
 
 // CopyInto sets *dst to the output of source record r through an empty
 // transform chain, which passes every record through unchanged: what
 // Output gives for r's key, value and headers as the only output, written
-// to topic, with its headers in room (see OutputIn). It saves the worker
-// the transform record Output would need.
-func CopyInto(dst, r *kgo.Record, topic string, room Room) {
+// to topic, with its headers in room (see OutputIn), and r's timestamp
+// unless now (the producer then writes the time of writing). It saves the
+// worker the transform record Output would need.
+func CopyInto(dst, r *kgo.Record, topic string, room Room, now bool) {
 	hs := room.Headers[:0]
 	if n := OutputRoom(len(r.Headers)); cap(hs) < n {
 		hs = make([]kgo.RecordHeader, 0, n)
 	}
 	hs = label(hs, r.Headers, Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, 0, 1, room.Bytes)
 	dst.Topic, dst.Key, dst.Value, dst.Headers = topic, r.Key, r.Value, hs
+	dst.Timestamp = r.Timestamp
+	if now {
+		dst.Timestamp = time.Time{}
+	}
 }

@@ -79,7 +79,7 @@ func TestCopyIntoBuildsWhatOutputBuildsForAnUntransformedRecord(t *testing.T) {
 		want := Output(in, "jobs", Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, 0, 1)
 		for _, room := range []Room{{}, {Headers: make([]kgo.RecordHeader, 0, OutputRoom(len(r.Headers))), Bytes: make([]byte, 0, SourceBytes(r.Topic))}} {
 			var got kgo.Record
-			CopyInto(&got, r, "jobs", room)
+			CopyInto(&got, r, "jobs", room, false)
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("CopyInto = %+v\nOutput   = %+v", got, want)
 			}
@@ -108,7 +108,7 @@ func BenchmarkOutput(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			h, c := OutputRoom(0), SourceBytes(src.Topic)
-			CopyInto(&outs[i], r, "jobs", Room{Headers: hs[i*h : i*h : (i+1)*h], Bytes: bs[i*c : i*c : (i+1)*c]})
+			CopyInto(&outs[i], r, "jobs", Room{Headers: hs[i*h : i*h : (i+1)*h], Bytes: bs[i*c : i*c : (i+1)*c]}, false)
 			if i++; i == n {
 				i = 0
 			}

@@ -87,6 +87,7 @@ type Metrics struct {
 	RecordsRejected        *prometheus.CounterVec
 	DeadLettersTruncated   *prometheus.CounterVec
 	ReleasedOnLastDelivery *prometheus.CounterVec
+	RecordsHeld            *prometheus.CounterVec
 	AmbiguousCommits       *prometheus.CounterVec
 	Paused                 *prometheus.GaugeVec
 	Ready                  prometheus.Gauge
@@ -203,6 +204,7 @@ func (m *Metrics) newWriteFailureCounters(f factory) {
 	m.RecordsRejected = f.counter("records_rejected_total", "Source records dead-lettered because the cluster refuses their outputs for good (too large for the topic or the client, invalid).", "worker")
 	m.DeadLettersTruncated = f.counter("dead_letters_truncated_total", "Dead letters too large for the dead-letter topic, written again without the source value and headers (then key).", "worker")
 	m.ReleasedOnLastDelivery = f.counter("released_on_last_delivery_total", "Records the relay released on their last delivery: the broker archives them without output. Should stay 0.", "worker")
+	m.RecordsHeld = f.counter("records_held_total", "Source records a worker held because their transform needed what was out of reach (a schema registry that cannot answer): neither released (no delivery spent) nor dead-lettered, but transformed again once it answers; counted once a hold.", "worker")
 	m.AmbiguousCommits = f.counter("ambiguous_commits_total", "Commits whose EndTxn answer was lost (each also counts as transactions_total{outcome=\"unknown\"}), by how the claim ledger resolved them: committed, not-committed, unresolved (released).", "worker", "resolution")
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/eos"
+	"github.com/sharerelay/sharerelay/format"
 	"github.com/sharerelay/sharerelay/internal/kafkaerr"
 	"github.com/sharerelay/sharerelay/internal/kafkaopts"
 	"github.com/sharerelay/sharerelay/internal/kgolog"
@@ -129,15 +130,34 @@ func New(opts Options) (*Relay, error) {
 		return nil, fmt.Errorf("relay: instance %q must not contain spaces", opts.Instance)
 	}
 	chain := opts.Chain
+	var schemas []*format.Registry
 	if chain == nil {
-		var err error
-		if chain, err = opts.Pipeline.Chain(); err != nil {
+		formats, regs, err := format.ForPipeline(opts.Pipeline)
+		if err != nil {
 			return nil, fmt.Errorf("relay: pipeline %s: %w", opts.Pipeline.Name, err)
 		}
+		if chain, err = opts.Pipeline.ChainWith(formats); err != nil {
+			return nil, fmt.Errorf("relay: pipeline %s: %w", opts.Pipeline.Name, err)
+		}
+		schemas = regs
 	}
 	reg := opts.Registerer
 	if reg == nil {
 		reg = prometheus.NewRegistry()
+	}
+	if len(schemas) > 0 {
+		// Flat under a steady stream: the registry's answers are cached.
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "sharerelay_schema_registry_requests_total",
+			Help:        "Requests the relay sent its schema registries; flat under a steady stream, as schemas by id and version are cached for good.",
+			ConstLabels: prometheus.Labels{"pipeline": opts.Pipeline.Name},
+		}, func() float64 {
+			var n int64
+			for _, s := range schemas {
+				n += s.Requests()
+			}
+			return float64(n)
+		}))
 	}
 	log := opts.Logger
 	if log == nil {

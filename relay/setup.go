@@ -194,6 +194,7 @@ func (r *Relay) newWorker(i int, log *slog.Logger, topicIDs map[string][16]byte,
 		rejectDeadLetters: r.p.DeadLetter.Ack == config.DeadLetterReject,
 		crossCluster:      r.p.CrossCluster(),
 	}
+	w.copiesAsIs, w.stampNow = r.chain.CopiesAsIs()
 	switch {
 	case len(lanes) > 1:
 		w.spare = lanes[1]

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -10,48 +11,122 @@ import (
 	"github.com/sharerelay/sharerelay/transform"
 )
 
+// fate is what the transform stage decided for a record.
+type fate int8
+
+const (
+	toWrite   fate = iota // its plan: outputs, a dead letter, or nothing (filtered)
+	toRelease             // released for another delivery
+	toHold                // held: its transform cannot run now for a cause outside it
+)
+
 // transformBatch transforms the records todo of b (transformAll) and
 // releases those whose transform asked for another delivery. It returns
 // every record's plan and the records to write.
+//
+// A record whose transform needs what is out of reach (a schema
+// registry that cannot answer) is held: neither released, which would
+// spend a delivery on an outage, nor dead-lettered, as nothing is wrong
+// with it. The worker waits, the batch's locks renewed, and transforms
+// the held records again until they can be; at a stop, or when ctx
+// ends, they are released.
 func (w *worker) transformBatch(ctx context.Context, b *batch, todo []int) (plans []plan, pending []int) {
-	plans, release := w.transformAll(ctx, b, todo)
-	for _, i := range todo {
-		if release[i] {
-			b.set(i, kgo.AckRelease)
-			continue
+	t := &transformed{plans: make([]plan, b.len()), fates: make([]fate, b.len()), slab: newSlab(b.recs, !w.copiesAsIs)}
+	held := w.transformAll(ctx, b, t, todo)
+	for attempt := 1; len(held) > 0; attempt++ {
+		if !w.holdForTransform(ctx, attempt, t, held) {
+			break
 		}
-		pending = append(pending, i)
+		held = w.transformAll(ctx, b, t, held)
+		if len(held) == 0 {
+			w.health.fine(w.id)
+		}
 	}
-	return plans, pending
+	for _, i := range todo {
+		switch t.fates[i] {
+		case toRelease, toHold:
+			b.set(i, kgo.AckRelease)
+		default:
+			pending = append(pending, i)
+		}
+	}
+	return t.plans, pending
 }
 
-// transformAll transforms the records todo of b, up to w.concurrency at a
-// time (batch.transform_concurrency); the plans keep the batch's order
-// whatever order the transforms finish in.
-func (w *worker) transformAll(ctx context.Context, b *batch, todo []int) (plans []plan, release []bool) {
-	plans, release = make([]plan, b.len()), make([]bool, b.len())
-	s := newSlab(b.recs, w.chain.Len() > 0)
-	if w.concurrency <= 1 || len(todo) <= 1 {
-		for _, i := range todo {
-			plans[i], release[i] = w.transform(ctx, b.recs[i], s.at(i))
+// transformed is what the transform stage made of a batch: each record's
+// plan and fate, by index in the batch, and the failure that holds a held
+// record.
+type transformed struct {
+	plans []plan
+	fates []fate
+	slab  *slab
+	mu    sync.Mutex
+	held  map[int]*transform.Error
+}
+
+// holdForTransform waits before the held records are transformed again:
+// it reports the worker not ready with the reason their transforms gave,
+// and waits with a capped backoff. It returns false when the worker is
+// told to stop or ctx ends first.
+func (w *worker) holdForTransform(ctx context.Context, attempt int, t *transformed, held []int) bool {
+	reason, cause := "transform held", error(nil)
+	if e := t.held[held[0]]; e != nil {
+		cause = e
+		if e.Reason != "" {
+			reason = e.Reason
 		}
-		return plans, release
 	}
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(w.concurrency, len(todo)) {
-		wg.Go(func() {
-			for i := range next {
-				plans[i], release[i] = w.transform(ctx, b.recs[i], s.at(i))
+	if attempt == 1 {
+		w.log.Warn("holding records: their transform cannot run now; waiting, their locks renewed", "reason", reason, "records", len(held), "err", cause)
+		w.m.RecordsHeld.WithLabelValues(w.label).Add(float64(len(held)))
+	}
+	w.health.paused(w.id, reason, cause)
+	return w.hold(ctx, min(time.Duration(attempt)*500*time.Millisecond, 15*time.Second)) && ctx.Err() == nil && !w.stopping()
+}
+
+// transformAll transforms the records these of b into t, up to
+// w.concurrency at a time (batch.transform_concurrency); the plans keep
+// the batch's order whatever order the transforms finish in. It returns
+// the records held.
+func (w *worker) transformAll(ctx context.Context, b *batch, t *transformed, these []int) (held []int) {
+	one := func(i int) {
+		var err *transform.Error
+		t.plans[i], t.fates[i], err = w.transform(ctx, b.recs[i], t.slab.at(i))
+		if err != nil {
+			t.mu.Lock()
+			if t.held == nil {
+				t.held = map[int]*transform.Error{}
 			}
-		})
+			t.held[i] = err
+			t.mu.Unlock()
+		}
 	}
-	for _, i := range todo {
-		next <- i
+	if w.concurrency <= 1 || len(these) <= 1 {
+		for _, i := range these {
+			one(i)
+		}
+	} else {
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range min(w.concurrency, len(these)) {
+			wg.Go(func() {
+				for i := range next {
+					one(i)
+				}
+			})
+		}
+		for _, i := range these {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
 	}
-	close(next)
-	wg.Wait()
-	return plans, release
+	for _, i := range these {
+		if t.fates[i] == toHold {
+			held = append(held, i)
+		}
+	}
+	return held
 }
 
 // slab is the memory of one batch's transforms, carved per record (by its
@@ -132,15 +207,16 @@ func (s *slab) at(i int) slot {
 }
 
 // transform runs the chain on one record, in memory of its slot. It is safe
-// for concurrent use on distinct slots.
-func (w *worker) transform(ctx context.Context, r *kgo.Record, sl slot) (p plan, release bool) {
-	if w.chain.Len() == 0 {
-		// An empty chain passes every record through unchanged
-		// (Chain.Apply): its output is built from r, with no transform
-		// record in between.
-		lineage.CopyInto(sl.rec, r, w.outputTopic, sl.room)
+// for concurrent use on distinct slots. A record held (toHold) comes with
+// the failure that holds it.
+func (w *worker) transform(ctx context.Context, r *kgo.Record, sl slot) (p plan, f fate, held *transform.Error) {
+	if w.copiesAsIs {
+		// A chain without steps or formats passes every record through
+		// unchanged (Chain.Apply): its output is built from r, with no
+		// transform record in between.
+		lineage.CopyInto(sl.rec, r, w.outputTopic, sl.room, w.stampNow)
 		sl.out[0] = sl.rec
-		return plan{outs: sl.out}, false
+		return plan{outs: sl.out}, toWrite, nil
 	}
 	in := sl.in
 	*in = transform.Record{
@@ -178,28 +254,39 @@ func (w *worker) transform(ctx context.Context, r *kgo.Record, sl slot) (p plan,
 		*out = lineage.OutputIn(o, w.outputTopic, src, i, len(outs), room)
 		p.outs[i] = out
 	}
-	return p, false
+	return p, toWrite, nil
 }
 
 // transformFailed is the plan of record r whose transform failed with err:
-// released for another delivery (a retryable failure with attempts left,
-// or shutting down), or dead-lettered.
-func (w *worker) transformFailed(ctx context.Context, r *kgo.Record, err error) (plan, bool) {
+// held (a cause outside the record), released for another delivery (a
+// retryable failure with attempts left, or shutting down), or
+// dead-lettered.
+func (w *worker) transformFailed(ctx context.Context, r *kgo.Record, err error) (plan, fate, *transform.Error) {
 	if ctx.Err() != nil {
-		return plan{}, true // shutting down: never dead-letter because of it
+		return plan{}, toRelease, nil // shutting down: never dead-letter because of it
 	}
 	d := transform.Decide(err, r.DeliveryCount(), w.limits.attempts())
-	if d.Release {
+	switch {
+	case d.Hold:
+		return plan{}, toHold, d.Err
+	case d.Release:
 		w.log.Debug("transform failed; releasing for another delivery",
 			"topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
 			"delivery", r.DeliveryCount(), "err", err)
-		return plan{}, true
+		return plan{}, toRelease, nil
 	}
 	e, kind := d.Err, lineage.DLQKindPermanent
 	if d.Exhausted {
 		kind = lineage.DLQKindAttemptsExhausted
 	}
+	stage := lineage.DLQStageTransformation
+	switch e.Converter {
+	case "value":
+		stage = lineage.DLQStageValueConverter
+	case "key":
+		stage = lineage.DLQStageKeyConverter
+	}
 	return plan{outs: []*kgo.Record{w.deadLetter(r, dlqReason{
-		stage: lineage.DLQStageTransformation, step: e.Step, class: e.Class, kind: kind, msg: e.Error(),
-	}, 0)}, deadLetter: true}, false
+		stage: stage, step: e.Step, class: e.Class, kind: kind, msg: e.Error(),
+	}, 0)}, deadLetter: true}, toWrite, nil
 }

@@ -346,10 +346,14 @@ type worker struct {
 	fencedAt time.Time
 	disrupt  *disruptions
 	chain    *transform.Chain
-	m        *metrics.Metrics
-	health   *health
-	log      *slog.Logger
-	now      func() time.Time
+	// copiesAsIs: the chain writes every record as it came (no steps, no
+	// formats; Chain.CopiesAsIs), with the time of writing (stampNow) or
+	// the source's timestamp.
+	copiesAsIs, stampNow bool
+	m                    *metrics.Metrics
+	health               *health
+	log                  *slog.Logger
+	now                  func() time.Time
 
 	// spanDeniedLogged: checkSpans said once which topics it may not
 	// describe.

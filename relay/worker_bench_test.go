@@ -40,7 +40,7 @@ func BenchmarkWorkerPlansABatch(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		plans, _ := w.transformAll(ctx, bt, todo)
+		plans, _ := w.transformAllOf(ctx, bt, todo)
 		bg := newBudget(w.sizes(), w.tight, 1<<20)
 		now, later := bg.fit(plans, w.deadLetterTooLarge(bt, plans, todo, bg))
 		if len(later) > 0 {

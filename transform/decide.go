@@ -5,8 +5,12 @@ package transform
 // predict what the relay does.
 type Decision struct {
 	// Release: give the record back to the broker for another delivery.
-	// Otherwise it is dead-lettered.
+	// Otherwise it is dead-lettered, unless Hold.
 	Release bool
+	// Hold: keep the record and try it again later (KindHold): its
+	// transform needs what is out of reach now, not the record's fault.
+	// Neither released (which would spend a delivery) nor dead-lettered.
+	Hold bool
 	// Exhausted: dead-lettered because a retryable failure used up the
 	// attempts (rather than because the failure is permanent).
 	Exhausted bool
@@ -25,6 +29,9 @@ type Decision struct {
 // Decide says: the caller checks its context first.
 func Decide(err error, deliveryCount, maxAttempts int32) Decision {
 	e := Classify(err)
+	if e.Kind == KindHold {
+		return Decision{Hold: true, Err: e}
+	}
 	if e.Kind == KindRetry {
 		if deliveryCount < maxAttempts {
 			return Decision{Release: true, Err: e}

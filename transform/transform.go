@@ -313,15 +313,15 @@ func (c *Chain) finish(ctx context.Context, o *Record) error {
 // write returns the content's bytes for enc: b itself when no step changed
 // it and enc keeps it, else its tree encoded.
 func (c *content) write(ctx context.Context, b []byte, enc Encoder, def Decoder) ([]byte, error) {
+	from := Origin{Decoder: c.dec, Bytes: b}
+	if from.Decoder == nil {
+		from.Decoder = def
+	}
 	switch c.state {
 	case stLiteral:
 		return b, nil
 	case stBytes, stDecoded:
-		dec := c.dec
-		if dec == nil {
-			dec = def
-		}
-		keep, err := enc.Keep(ctx, dec, b)
+		keep, err := enc.Keep(ctx, from)
 		if err != nil {
 			return nil, err
 		}
@@ -333,7 +333,7 @@ func (c *content) write(ctx context.Context, b []byte, enc Encoder, def Decoder)
 	if err != nil {
 		return nil, err
 	}
-	return enc.Encode(ctx, v)
+	return enc.Encode(ctx, v, from)
 }
 
 // converterErr marks err as the value's or the key's format failing

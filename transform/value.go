@@ -57,13 +57,23 @@ type Decoder interface {
 	Decode(ctx context.Context, b []byte) (any, error)
 }
 
+// Origin is where a value or key came from: the bytes the source record
+// had and the decoder that reads them. An encoder that writes with the
+// source's own schema reads it from there.
+type Origin struct {
+	Decoder Decoder
+	Bytes   []byte
+}
+
 // Encoder writes a value tree as a record's value or key bytes.
 type Encoder interface {
-	Encode(ctx context.Context, v any) ([]byte, error)
-	// Keep reports whether bytes b, which dec read and no step changed,
-	// are written as they are: no decode, no encode. Pass-through costs
+	// Encode writes v, which came from from (changed by a step, or read
+	// in another format than the output's).
+	Encode(ctx context.Context, v any, from Origin) ([]byte, error)
+	// Keep reports whether the bytes of from, which no step changed, are
+	// written as they are: no decode, no encode. Pass-through costs
 	// nothing when the output's format and schema are the source's.
-	Keep(ctx context.Context, dec Decoder, b []byte) (bool, error)
+	Keep(ctx context.Context, from Origin) (bool, error)
 }
 
 // Formats says how a pipeline reads the values and keys of its source
@@ -235,7 +245,7 @@ type jsonCodec struct{}
 func (jsonCodec) Decode(_ context.Context, b []byte) (any, error) { return decodeJSON(b) }
 
 // Encode writes v as compact JSON (keys sorted, no HTML escaping).
-func (jsonCodec) Encode(_ context.Context, v any) ([]byte, error) {
+func (jsonCodec) Encode(_ context.Context, v any, _ Origin) ([]byte, error) {
 	b, err := encodeJSON(v)
 	if err != nil {
 		return nil, Permanent("json", fmt.Errorf("encoding the value as JSON: %w", err))
@@ -243,9 +253,9 @@ func (jsonCodec) Encode(_ context.Context, v any) ([]byte, error) {
 	return b, nil
 }
 
-// Keep keeps bytes JSON read, and bytes no decoder read (the default).
-func (jsonCodec) Keep(_ context.Context, dec Decoder, _ []byte) (bool, error) {
-	return dec == nil || dec == Decoder(JSON), nil
+// Keep keeps bytes JSON read.
+func (jsonCodec) Keep(_ context.Context, from Origin) (bool, error) {
+	return from.Decoder == Decoder(JSON), nil
 }
 
 type textCodec struct{}
@@ -260,7 +270,7 @@ func (textCodec) Decode(_ context.Context, b []byte) (any, error) {
 
 // Encode writes a string as it is, nil as no bytes, bytes as they are,
 // anything else as its text (valueText).
-func (textCodec) Encode(_ context.Context, v any) ([]byte, error) {
+func (textCodec) Encode(_ context.Context, v any, _ Origin) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
 		return nil, nil
@@ -273,8 +283,8 @@ func (textCodec) Encode(_ context.Context, v any) ([]byte, error) {
 }
 
 // Keep keeps bytes read as text or as bytes.
-func (textCodec) Keep(_ context.Context, dec Decoder, _ []byte) (bool, error) {
-	return dec == nil || dec == Decoder(Text) || dec == Decoder(Bytes), nil
+func (textCodec) Keep(_ context.Context, from Origin) (bool, error) {
+	return from.Decoder == Decoder(Text) || from.Decoder == Decoder(Bytes), nil
 }
 
 type bytesCodec struct{}
@@ -289,7 +299,7 @@ func (bytesCodec) Decode(_ context.Context, b []byte) (any, error) {
 
 // Encode writes bytes as they are, a string as its UTF-8 bytes, nil as
 // no bytes; anything else is the record's fault.
-func (bytesCodec) Encode(_ context.Context, v any) ([]byte, error) {
+func (bytesCodec) Encode(_ context.Context, v any, _ Origin) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
 		return nil, nil
@@ -302,8 +312,8 @@ func (bytesCodec) Encode(_ context.Context, v any) ([]byte, error) {
 }
 
 // Keep keeps bytes read as bytes or as text.
-func (bytesCodec) Keep(_ context.Context, dec Decoder, _ []byte) (bool, error) {
-	return dec == nil || dec == Decoder(Bytes) || dec == Decoder(Text), nil
+func (bytesCodec) Keep(_ context.Context, from Origin) (bool, error) {
+	return from.Decoder == Decoder(Bytes) || from.Decoder == Decoder(Text), nil
 }
 
 // valueText is the text Condition and route compare and a text key is
