@@ -96,9 +96,12 @@ func kafkaVersion(pom string, getenv func(string) string) (string, error) {
 	return pomKafkaVersion(pom)
 }
 
-// cacheRoot is $SHARERELAY_CACHE, or $HOME/.cache/sharerelay (the user
-// cache directory).
-func cacheRoot() (string, error) {
+// CacheRoot returns the directory the test helpers keep what they fetch
+// with mvn in: $SHARERELAY_CACHE, or $HOME/.cache/sharerelay (the user
+// cache directory). The Kafka jars go to kafka-<version>/lib under it;
+// other helpers (integration/registrytest) use directories of their own
+// beside them.
+func CacheRoot() (string, error) {
 	if d := os.Getenv("SHARERELAY_CACHE"); d != "" {
 		return d, nil
 	}
@@ -130,7 +133,7 @@ func ensureJars(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	root, err := cacheRoot()
+	root, err := CacheRoot()
 	if err != nil {
 		return "", err
 	}

@@ -47,17 +47,23 @@ var shared struct {
 //
 //	func TestMain(m *testing.M) { kafkatest.Main(m) }
 //
-// It starts nothing itself. When tests failed, the broker directories (with
+// It starts nothing itself; what other helpers registered with [AtExit]
+// is stopped too. When tests failed, the broker directories (with
 // broker.log) are kept and their paths printed; otherwise they are removed. A
 // TestMain with its own clean-up to do after the tests calls Run instead.
 func Main(m *testing.M) { os.Exit(Run(m)) }
 
-// Run is Main without the exit: it runs the tests, stops the local brokers
-// and cluster the tests started ([SharedBroker], [LocalCluster]) as Main
-// does, and returns the exit code for the caller to pass to
-// os.Exit once it has cleaned up (deferred calls do not run on os.Exit).
+// Run is Main without the exit: it runs the tests, calls the functions
+// [AtExit] registered, stops the local brokers and cluster the tests
+// started ([SharedBroker], [LocalCluster]) as Main does, and returns the
+// exit code for the caller to pass to os.Exit once it has cleaned up
+// (deferred calls do not run on os.Exit).
 func Run(m *testing.M) int {
+	atExit.mu.Lock()
+	atExit.running = true
+	atExit.mu.Unlock()
 	code := m.Run()
+	runAtExit(code != 0)
 	stopSharedBrokers(code != 0)
 	stopSharedCluster(code != 0)
 	if c := shared.container; c != nil {
@@ -76,6 +82,43 @@ func Run(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// atExit holds the functions [AtExit] registered, for [Run] to call.
+var atExit struct {
+	mu      sync.Mutex
+	running bool // Run is running the tests
+	fns     []func(failed bool)
+}
+
+// AtExit registers f for [Run] (and so [Main]) to call when the tests
+// have ended, before it stops the brokers, with whether they failed: the
+// last registered is called first. It lets another test helper that
+// starts a process for the whole binary (the schema registry of
+// integration/registrytest) have it stopped by the TestMain a package
+// already has, kafkatest.Main or Run, with no clean-up of its own. It
+// registers nothing and reports false when the tests are not run through
+// Run, which would never call f: the caller should then fail the test
+// rather than leave its process running.
+func AtExit(f func(failed bool)) bool {
+	atExit.mu.Lock()
+	defer atExit.mu.Unlock()
+	if !atExit.running {
+		return false
+	}
+	atExit.fns = append(atExit.fns, f)
+	return true
+}
+
+// runAtExit calls the functions AtExit registered, last first.
+func runAtExit(failed bool) {
+	atExit.mu.Lock()
+	fns := atExit.fns
+	atExit.fns, atExit.running = nil, false
+	atExit.mu.Unlock()
+	for i := len(fns) - 1; i >= 0; i-- {
+		fns[i](failed)
+	}
 }
 
 // Bootstrap returns the seed brokers tests should use: those in

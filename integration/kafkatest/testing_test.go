@@ -26,3 +26,12 @@ func TestAdminReachesTheClusterWithinItsDeadline(t *testing.T) {
 		t.Errorf("orders has %d partitions, want 2", n)
 	}
 }
+
+// TestAtExitRegistersWhileTheTestsRunUnderMain: this binary's TestMain
+// is kafkatest.Main, so a helper may register its clean-up; Run calls it
+// after the tests, which no test can observe from inside.
+func TestAtExitRegistersWhileTheTestsRunUnderMain(t *testing.T) {
+	if !kafkatest.AtExit(func(bool) {}) {
+		t.Fatal("AtExit refused a function while the tests run under kafkatest.Main")
+	}
+}
