@@ -9,9 +9,9 @@ import (
 	"math"
 	"math/big"
 	"strconv"
-	"time"
 	"strings"
 	"sync"
+	"time"
 )
 
 // This file holds the JSON plumbing shared by the built-ins and by

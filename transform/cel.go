@@ -130,11 +130,11 @@ func newCELEnv(keyType *cel.Type) (*cel.Env, error) {
 type resultKind int
 
 const (
-	resultAny   resultKind = iota // set, map: any value that has a JSON form
-	resultBool                    // conditions and route cases
-	resultTopic                   // route: a topic, a list of topics, "" or null
-	resultTime                    // output.timestamp: a timestamp, or null
-	resultHeader                  // header: a string, bytes, number or bool
+	resultAny    resultKind = iota // set, map: any value that has a JSON form
+	resultBool                     // conditions and route cases
+	resultTopic                    // route: a topic, a list of topics, "" or null
+	resultTime                     // output.timestamp: a timestamp, or null
+	resultHeader                   // header: a string, bytes, number or bool
 )
 
 func (k resultKind) String() string {
