@@ -217,13 +217,15 @@ func (d *decoder) decode(c *compiled, payload []byte) (any, error) {
 		if d.readerAvro != nil {
 			r, ok := d.resolved.Load(c.id)
 			if !ok {
+				// A pair that does not resolve never will: kept too.
 				rs, err := resolveAvro(d.readerAvro, c.avro)
-				if err != nil {
-					return nil, err
-				}
-				r, _ = d.resolved.LoadOrStore(c.id, rs)
+				r, _ = d.resolved.LoadOrStore(c.id, resolution{rs, err})
 			}
-			s = r.(avro.Schema)
+			res := r.(resolution)
+			if res.err != nil {
+				return nil, res.err
+			}
+			s = res.schema
 		}
 		return decodeAvro(s, nil, payload)
 	case sr.TypeProtobuf:
@@ -257,6 +259,13 @@ func (d *decoder) decode(c *compiled, payload []byte) (any, error) {
 		}
 		return v, nil
 	}
+}
+
+// resolution is a writer schema resolved to the reader's, or why it does
+// not resolve.
+type resolution struct {
+	schema avro.Schema
+	err    error
 }
 
 // typeName is how messages name a schema type.

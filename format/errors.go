@@ -82,7 +82,8 @@ type Shape struct {
 }
 
 // merge returns a shape that allows what a or b allows: the branches of
-// a union.
+// a union. Not for shapes that contain themselves (recursive schemas):
+// their callers bound the depth.
 func (a *Shape) merge(b *Shape) *Shape {
 	switch {
 	case a == nil:
