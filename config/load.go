@@ -21,12 +21,32 @@ import (
 
 // Load reads the pipeline file at path and returns it parsed, defaulted and
 // validated (see Parse), interpolating from the process environment.
-func Load(path string) (*Pipeline, error) {
+// checks run last, on a pipeline found valid (see Check).
+func Load(path string, checks ...Check) (*Pipeline, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(path, data, os.LookupEnv)
+	return Parse(path, data, os.LookupEnv, checks...)
+}
+
+// Check is a check of a pipeline that config cannot make itself, made by
+// a package above it (package format compiles the schema files a
+// pipeline names, and checks the fields its steps read against the
+// source's schema). It runs on a pipeline Validate found valid, and
+// returns what it finds at YAML paths, which Parse places in the file as
+// it places its own findings.
+type Check func(p *Pipeline) []Finding
+
+// Finding is a problem (or with Warning, a warning) a Check found at a
+// YAML path ("source.value_schema.file", "transforms[2].when.expr").
+// Line and Col, when not 0, locate it within the text of the scalar at
+// Path, Snippet showing that line with a caret (as for an expression).
+type Finding struct {
+	Path, Msg string
+	Line, Col int
+	Snippet   string
+	Warning   bool
 }
 
 // Parse parses the YAML pipeline in data, interpolates ${VAR} references
@@ -35,7 +55,7 @@ func Load(path string) (*Pipeline, error) {
 //
 // On failure the error is an Errors value listing every problem found, each
 // as "<name>:<line>:<col>: <path>: <message>".
-func Parse(name string, data []byte, env func(string) (string, bool)) (*Pipeline, error) {
+func Parse(name string, data []byte, env func(string) (string, bool), checks ...Check) (*Pipeline, error) {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
@@ -62,6 +82,18 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (*Pipeline
 	p.setDefaults(l.explicit)
 	v := validator{p: &p, explicit: l.explicit, brokerIndex: l.brokerIndex, envRef: l.envRef}
 	v.validate()
+	if len(v.errs) == 0 && len(l.errs) == 0 {
+		for _, c := range checks {
+			for _, f := range c(&p) {
+				fe := fieldErr{path: f.Path, msg: f.Msg, line: f.Line, col: f.Col, snippet: f.Snippet}
+				if f.Warning {
+					v.warns = append(v.warns, fe)
+				} else {
+					v.errs = append(v.errs, fe)
+				}
+			}
+		}
+	}
 	for _, e := range v.errs {
 		if l.suppressed(e.path) {
 			continue // a consequence of an error already reported there

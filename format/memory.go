@@ -3,7 +3,6 @@ package format
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/sr"
@@ -80,7 +79,8 @@ func (m *memStore) register(_ context.Context, subject string, s sr.Schema) (sr.
 	}
 	id, ok := m.ids[k]
 	if !ok {
-		id = len(m.byID) + 1
+		for id = len(m.byID) + 1; m.byID[id].Schema != ""; id++ { // past seeded ids
+		}
 		m.ids[k] = id
 		m.byID[id] = s
 	}
@@ -94,15 +94,3 @@ func (m *memStore) compatible(context.Context, string, sr.Schema) (bool, []strin
 }
 
 func (m *memStore) compatibility(context.Context, string) (string, error) { return "NONE", nil }
-
-// subjectList returns the subjects held, sorted.
-func (m *memStore) subjectList() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []string
-	for s := range m.subjects {
-		out = append(out, s)
-	}
-	slices.Sort(out)
-	return out
-}

@@ -2,6 +2,7 @@ package pipetest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -19,7 +21,7 @@ import (
 // compare lists every difference between what a case expects and what
 // became of its record, one line each, and reports whether the record
 // came to the kind of outcome expected.
-func compare(p *config.Pipeline, want Expect, got outcome) (diffs []string, sameOutcome bool) {
+func (e *env) compare(ctx context.Context, s *Suite, want Expect, got outcome) (diffs []string, sameOutcome bool) {
 	sameOutcome = true
 	add := func(format string, args ...any) { diffs = append(diffs, fmt.Sprintf(format, args...)) }
 
@@ -50,7 +52,7 @@ func compare(p *config.Pipeline, want Expect, got outcome) (diffs []string, same
 			add("dead_letter.reason: want a message containing %q, got %q", w.Reason, msg)
 		}
 	default:
-		if got.release || got.deadLetter != nil {
+		if got.release || got.deadLetter != nil || got.held != nil {
 			add("want %s, got %s", plural(len(*want.Outputs), "output"), got.describe())
 			sameOutcome = false
 			break
@@ -60,12 +62,12 @@ func compare(p *config.Pipeline, want Expect, got outcome) (diffs []string, same
 			add("want %s, got %d:", plural(len(outs), "output"), len(got.outs))
 			sameOutcome = false
 			for i, o := range got.outs {
-				add("  got outputs[%d]: %s", i, describeRecord(o))
+				add("  got outputs[%d]: %s", i, e.describeRecord(ctx, o))
 			}
 			break
 		}
 		for i, w := range outs {
-			diffs = append(diffs, compareOutput(p, fmt.Sprintf("outputs[%d]", i), w, got.outs[i])...)
+			diffs = append(diffs, e.compareOutput(ctx, s, fmt.Sprintf("outputs[%d]", i), w, got.outs[i])...)
 		}
 	}
 	return diffs, sameOutcome
@@ -81,7 +83,8 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-func compareOutput(p *config.Pipeline, path string, want Output, got *kgo.Record) []string {
+func (e *env) compareOutput(ctx context.Context, s *Suite, path string, want Output, got *kgo.Record) []string {
+	p := e.p
 	var diffs []string
 	add := func(format string, args ...any) { diffs = append(diffs, fmt.Sprintf(format, args...)) }
 	topic := want.Topic
@@ -91,11 +94,33 @@ func compareOutput(p *config.Pipeline, path string, want Output, got *kgo.Record
 	if topic != got.Topic {
 		add("%s.topic: want %s, got %s", path, topic, got.Topic)
 	}
-	if want.Key != nil && *want.Key != string(got.Key) {
-		add("%s.key: want %q, got %s", path, *want.Key, quoteBytes(got.Key))
+	if want.Key != nil {
+		key, err := e.read(ctx, got.Topic, 1, got.Key)
+		f, _ := p.OutputFormats(got.Topic)
+		switch {
+		case err != nil:
+			add("%s.key: does not read back: %v", path, err)
+		case config.StructuredFormat(f.KeyFormat):
+			diffs = append(diffs, compareValue(path+".key", want.Key, key)...)
+		default:
+			if w, _ := valueBytes(want.Key); string(w) != string(key) {
+				add("%s.key: want %s, got %s", path, quoteBytes(w), quoteBytes(key))
+			}
+		}
 	}
 	if want.Value != nil {
-		diffs = append(diffs, compareValue(path+".value", want.Value, got.Value)...)
+		v, err := e.read(ctx, got.Topic, 0, got.Value)
+		if err != nil {
+			add("%s.value: does not read back: %v", path, err)
+		} else {
+			diffs = append(diffs, compareValue(path+".value", want.Value, v)...)
+		}
+	}
+	if want.Timestamp != "" {
+		diffs = append(diffs, compareTimestamp(path+".timestamp", want.Timestamp, got.Timestamp)...)
+	}
+	if want.Partition != nil {
+		diffs = append(diffs, comparePartition(s, path+".partition", *want.Partition, got)...)
 	}
 	for _, k := range slices.Sorted(maps.Keys(want.Headers)) {
 		w := want.Headers[k]
@@ -249,7 +274,68 @@ func quoteBytes(b []byte) string {
 	return strconv.Quote(string(b))
 }
 
-// describeRecord shows an output record on one line.
-func describeRecord(r *kgo.Record) string {
-	return fmt.Sprintf("topic %s, key %s, value %s", r.Topic, quoteBytes(r.Key), quoteBytes(r.Value))
+// describeRecord shows an output record on one line, its value and key
+// read back from their formats.
+func (e *env) describeRecord(ctx context.Context, r *kgo.Record) string {
+	k, err := e.read(ctx, r.Topic, 1, r.Key)
+	if err != nil {
+		k = r.Key
+	}
+	v, err := e.read(ctx, r.Topic, 0, r.Value)
+	if err != nil {
+		v = r.Value
+	}
+	return fmt.Sprintf("topic %s, key %s, value %s", r.Topic, quoteBytes(k), quoteBytes(v))
+}
+
+// compareTimestamp compares an output's timestamp with the expected one:
+// RFC 3339 text, or "now" for none (the producer's time of writing).
+func compareTimestamp(path, want string, got time.Time) []string {
+	show := func(t time.Time) string {
+		if t.IsZero() {
+			return "none (the time of writing)"
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	if want == "now" {
+		if !got.IsZero() {
+			return []string{fmt.Sprintf("%s: want none (the time of writing), got %s", path, show(got))}
+		}
+		return nil
+	}
+	w, err := time.Parse(time.RFC3339Nano, want)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: %q is neither RFC 3339 nor now", path, want)}
+	}
+	if !w.Equal(got) {
+		return []string{fmt.Sprintf("%s: want %s, got %s", path, show(w), show(got))}
+	}
+	return nil
+}
+
+// comparePartition compares the partition a keyed output lands on, as
+// the producer partitions it (murmur2 of the key, as Java's producer),
+// with the expected one.
+func comparePartition(s *Suite, path string, want int, got *kgo.Record) []string {
+	if got.Key == nil {
+		return []string{path + ": the output has no key: the producer spreads keyless records over the partitions as it writes them"}
+	}
+	n, ok := s.Partitions[got.Topic]
+	if !ok || n < 1 {
+		return []string{fmt.Sprintf("%s: give the partitions of %s in the test file (partitions: {%s: N})", path, got.Topic, got.Topic)}
+	}
+	if p := Partition(got.Key, n); p != want {
+		return []string{fmt.Sprintf("%s: want %d, got %d (of %d)", path, want, p, n)}
+	}
+	return nil
+}
+
+// keyed partitions keyed records as the relay's producer does.
+var keyed = kgo.StickyKeyPartitioner(nil)
+
+// Partition is the partition of n a record with key lands on, as the
+// relay's producer chooses it and as Java's producer does: murmur2 of the
+// key, made positive, modulo n.
+func Partition(key []byte, n int) int {
+	return keyed.ForTopic("").Partition(&kgo.Record{Key: key}, n)
 }

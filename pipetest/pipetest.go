@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,8 +35,24 @@ type Suite struct {
 	// 5). The relay reads the limit from the broker; set this when the
 	// broker's differs.
 	MaxAttempts int `yaml:"max_attempts"`
+	// Schemas are schema files, relative to the pipeline file, for
+	// records in avro, protobuf or json_schema where the pipeline names
+	// none, by topic: a source topic's are what its cases' inputs are
+	// written with (default: source.value_schema.file and key_schema's);
+	// an output topic's stand in for the schema the pipeline names by
+	// subject or id in its registry.
+	Schemas map[string]TopicSchemas `yaml:"schemas"`
+	// Partitions are the partition counts of the output topics whose
+	// outputs' partition a case checks.
+	Partitions map[string]int `yaml:"partitions"`
 	// Cases run in order, each on its own record.
 	Cases []Case `yaml:"cases"`
+}
+
+// TopicSchemas are the schema files of a topic's values and keys.
+type TopicSchemas struct {
+	Value string `yaml:"value"`
+	Key   string `yaml:"key"`
 }
 
 // Case is one input record and what should become of it.
@@ -51,11 +66,15 @@ type Case struct {
 
 // Input is a source record as the share consumer would deliver it.
 type Input struct {
-	// Key is the key's text; left out, the key is null.
-	Key *string `yaml:"key"`
-	// Value is a string, taken as it is, or any other YAML value (a
-	// mapping, list, number or bool), written as JSON. Left out or null,
-	// the value is null.
+	// Key is the key: its text (a string or a number), or for a source
+	// whose key_format is structured any YAML value, written in that
+	// format. Left out, the key is null.
+	Key any `yaml:"key"`
+	// Value is written in the source's value_format: for json, a string
+	// is taken as it is and any other YAML value (a mapping, list,
+	// number or bool) is written as JSON; for avro, protobuf and
+	// json_schema the value is written with the source topic's writer
+	// schema (Suite.Schemas). Left out or null, the value is null.
 	Value any `yaml:"value"`
 	// Headers are set in the order of their names.
 	Headers map[string]string `yaml:"headers"`
@@ -80,12 +99,22 @@ type Expect struct {
 // Output is one expected output record. Fields left out are not checked,
 // but for Topic, which defaults to the pipeline's output topic.
 type Output struct {
-	Topic string  `yaml:"topic"`
-	Key   *string `yaml:"key"`
+	Topic string `yaml:"topic"`
+	// Key is the key's text, or for a structured key format its value
+	// (compared as Value is).
+	Key any `yaml:"key"`
 	// Value compares as JSON when it and the actual value both parse as
 	// JSON (a string holding JSON, or any other YAML value), and as bytes
-	// otherwise.
+	// otherwise. An output in avro, protobuf or json_schema is read back
+	// (decoded) first.
 	Value any `yaml:"value"`
+	// Timestamp is the output's timestamp (RFC 3339), or "now" for none
+	// set (the producer writes the time of writing).
+	Timestamp string `yaml:"timestamp"`
+	// Partition is the partition the output lands on: a keyed output's,
+	// as the relay's producer and a Java producer choose it (murmur2 of
+	// the key, modulo the topic's partitions, from Suite.Partitions).
+	Partition *int `yaml:"partition"`
 	// Headers must be present with these values (a subset; for a
 	// repeated header, the last one counts); a null value means the
 	// header must be absent.
@@ -227,13 +256,30 @@ type Result struct {
 // Passed reports whether the case met its expectation.
 func (r Result) Passed() bool { return len(r.Diffs) == 0 }
 
-// Run runs every case of s through chain, built from p (see
-// config.Pipeline.Chain), and compares the outcome with the case's
-// expectation.
-func Run(ctx context.Context, p *config.Pipeline, chain *transform.Chain, s *Suite) []Result {
+// Run runs every case of s through p's chain, with p's formats read and
+// written under a schema registry held in memory (see Suite.Schemas), and
+// compares the outcome with the case's expectation. An error is a suite
+// that cannot run: a schema file missing or broken, a schema the
+// pipeline names by subject or id with no file standing in for it.
+func Run(ctx context.Context, p *config.Pipeline, s *Suite) ([]Result, error) {
+	e, err := newEnv(ctx, p, s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.File, err)
+	}
+	return e.run(ctx, s), nil
+}
+
+// RunChain runs every case of s through chain (values read as JSON, keys
+// as text), as Run does for a pipeline without formats.
+func RunChain(ctx context.Context, p *config.Pipeline, chain *transform.Chain, s *Suite) []Result {
+	e := &env{p: p, chain: chain}
+	return e.run(ctx, s)
+}
+
+func (e *env) run(ctx context.Context, s *Suite) []Result {
 	results := make([]Result, len(s.Cases))
 	for i := range s.Cases {
-		results[i] = runCase(ctx, p, chain, s.maxAttempts(p), &s.Cases[i])
+		results[i] = e.runCase(ctx, s, s.maxAttempts(e.p), &s.Cases[i])
 	}
 	return results
 }
@@ -243,23 +289,30 @@ type outcome struct {
 	outs       []*kgo.Record
 	release    bool
 	deadLetter *transform.Decision
+	// held: the record's transform needed what was out of reach (in a
+	// test, a schema the registry held in memory lacks).
+	held *transform.Decision
 }
 
-func runCase(ctx context.Context, p *config.Pipeline, chain *transform.Chain, maxAttempts int32, c *Case) Result {
-	in, err := c.Input.record(p)
+func (e *env) runCase(ctx context.Context, s *Suite, maxAttempts int32, c *Case) Result {
+	p := e.p
+	in, err := e.record(ctx, c.Input)
 	if err != nil {
 		return Result{Case: c, Got: "no record", Diffs: []string{"input: " + err.Error()}}
 	}
 	dc := in.Source.DeliveryCount
 	src := lineage.Source{Topic: in.Source.Topic, Partition: in.Source.Partition, Offset: in.Source.Offset}
-	outs, err := chain.Apply(ctx, in)
+	outs, err := e.chain.Apply(ctx, in)
 
 	var got outcome
 	if err != nil {
 		d := transform.Decide(err, dc, maxAttempts)
-		if d.Release {
+		switch {
+		case d.Hold:
+			got.held = &d
+		case d.Release:
 			got.release = true
-		} else {
+		default:
 			got.deadLetter = &d
 		}
 	} else {
@@ -270,34 +323,8 @@ func runCase(ctx context.Context, p *config.Pipeline, chain *transform.Chain, ma
 			got.outs = append(got.outs, &out)
 		}
 	}
-	diffs, same := compare(p, c.Expect, got)
+	diffs, same := e.compare(ctx, s, c.Expect, got)
 	return Result{Case: c, Got: got.describe(), Diffs: diffs, SameOutcome: same}
-}
-
-// record builds the source record of in.
-func (in Input) record(p *config.Pipeline) (*transform.Record, error) {
-	r := &transform.Record{
-		Topic: p.Output.Topic,
-		Source: transform.Source{
-			Topic: in.Topic, Partition: in.Partition, Offset: in.Offset,
-			DeliveryCount: max(in.DeliveryCount, 1), Timestamp: in.Timestamp,
-		},
-	}
-	if r.Source.Topic == "" && len(p.Source.Topics) > 0 {
-		r.Source.Topic = p.Source.Topics[0]
-	}
-	if in.Key != nil {
-		r.Key = []byte(*in.Key)
-	}
-	v, err := valueBytes(in.Value)
-	if err != nil {
-		return nil, err
-	}
-	r.Value = v
-	for _, k := range slices.Sorted(maps.Keys(in.Headers)) {
-		r.Headers = append(r.Headers, transform.Header{Key: k, Value: []byte(in.Headers[k])})
-	}
-	return r, nil
 }
 
 // valueBytes is a YAML value as record bytes: a string as it is, nil as
@@ -345,6 +372,8 @@ func normalize(v any) any {
 // describe says in one line what became of the record.
 func (o outcome) describe() string {
 	switch {
+	case o.held != nil:
+		return "held: " + o.held.Err.Error()
 	case o.release:
 		return "released for another delivery"
 	case o.deadLetter != nil:

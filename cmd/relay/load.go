@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/format"
 	"github.com/sharerelay/sharerelay/internal/kafkaopts"
 )
 
@@ -18,7 +19,7 @@ func (c *command) loadPipeline(cfg string, pos []string, warn bool, stderr io.Wr
 	if !ok {
 		return nil, nil, exitUsage
 	}
-	p, err := config.Load(path)
+	p, err := config.Load(path, format.Check)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return nil, nil, exitUsage

@@ -35,6 +35,7 @@ import (
 
 	"github.com/sharerelay/sharerelay/config"
 	"github.com/sharerelay/sharerelay/demo"
+	"github.com/sharerelay/sharerelay/format"
 )
 
 func main() {
@@ -116,7 +117,7 @@ func cmdValidate(c *command, args []string, stdout, stderr io.Writer) int {
 	}
 	status := exitOK
 	for _, path := range paths {
-		p, err := config.Load(path)
+		p, err := config.Load(path, format.Check)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			status = exitUsage

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/format"
 	"github.com/sharerelay/sharerelay/metrics"
 	"github.com/sharerelay/sharerelay/relay"
 )
@@ -101,7 +102,7 @@ func parseRunFlags(c *command, args []string, stdout, stderr io.Writer) (f runFl
 // the flag's, else $RELAY_INSTANCE, else the host name. A problem is
 // printed to stderr, naming the file.
 func loadForRun(path, instance string, stderr io.Writer) (*config.Pipeline, string, bool) {
-	p, err := config.Load(path)
+	p, err := config.Load(path, format.Check)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return nil, "", false

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/format"
 	"github.com/sharerelay/sharerelay/pipetest"
 )
 
@@ -28,12 +29,7 @@ func cmdTest(c *command, args []string, stdout, stderr io.Writer) int {
 		return c.usageError(stderr, "give a pipeline file, then optionally test files")
 	}
 	path := args[0]
-	p, err := config.Load(path)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return exitUsage
-	}
-	chain, err := p.Chain()
+	p, err := config.Load(path, format.Check)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitUsage
@@ -50,7 +46,13 @@ func cmdTest(c *command, args []string, stdout, stderr io.Writer) int {
 			status = exitUsage
 			continue
 		}
-		if pipetest.Report(stdout, s, pipetest.Run(context.Background(), p, chain, s), *verbose) > 0 {
+		results, err := pipetest.Run(context.Background(), p, s)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			status = exitUsage
+			continue
+		}
+		if pipetest.Report(stdout, s, results, *verbose) > 0 {
 			status = max(status, exitFailed)
 		}
 	}
