@@ -84,6 +84,8 @@ func (keepingEncoder) Keep(context.Context, transform.Origin) (bool, error) { re
 
 func TestAFanOutGivesEachRecordATreeOfItsOwn(t *testing.T) {
 	c := mustBuild(t,
+		// Decoded before the copy: the copy must not share its tree.
+		transform.Spec{Type: "filter", Action: "keep", When: &transform.Condition{Expr: `value.n == 1`}},
 		transform.Spec{Type: "copy", Topics: []string{"b"}},
 		transform.Spec{Type: "set", Field: "x.y", Value: "b", When: &transform.Condition{Expr: `value.n == 1`}},
 		transform.Spec{Type: "split", Field: "items", To: "item"},
