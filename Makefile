@@ -13,7 +13,7 @@ PKGS     := ./...
 # Generous: the real-broker suite starts a JVM broker and runs fault tests.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build image demo test test-unit test-pipelines lint bench bench-cluster bench-cross chaos cluster-tests soak soak-cluster soak-cross compat kafka-up kafka-down clean
+.PHONY: all build image demo test test-unit test-pipelines lint bench bench-formats bench-cluster bench-cross chaos cluster-tests soak soak-cluster soak-cross compat kafka-up kafka-down clean
 
 all: build
 
@@ -111,6 +111,16 @@ bench: build
 	@if [ -n "$(BENCH_BASELINE)" ]; then integration/build-baseline.sh $(BENCH_BASELINE) $(BIN)/bench-baseline; fi
 	$(GO) run ./integration/cmd/bench -relay-bin $(BIN)/relay -process-runs 3 $(if $(BENCH_BASELINE),-latency-baseline $(BIN)/bench-baseline) $(BENCH_ARGS)
 	$(GO) test -run '^$$' -bench BenchmarkLedgerRestart -benchtime 3x -timeout 30m ./integration/
+	@mkdir -p $(BIN)
+	$(GO) test -run '^$$' -bench BenchmarkFormats -benchmem -count 6 -timeout 30m ./format/ | tee $(BIN)/bench-formats.out | $(GO) run ./internal/tools/benchratio -base json
+
+# The cost of each format a record (decode, steps, encode) beside JSON's,
+# medians of 6 runs: Avro and Protobuf with a rename and a filter, and
+# with a step that reads nothing (pass-through), at 200 B and 1 KiB. Part
+# of make bench; a minute on its own.
+bench-formats:
+	@mkdir -p $(BIN)
+	$(GO) test -run '^$$' -bench BenchmarkFormats -benchmem -count 6 -timeout 30m ./format/ | tee $(BIN)/bench-formats.out | $(GO) run ./internal/tools/benchratio -base json
 
 # The throughput tables on a local three-node KRaft cluster (-nodes 3):
 # every topic at replication factor 3 and min.insync.replicas 2, every
