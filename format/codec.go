@@ -161,7 +161,7 @@ func (s side) fail(err error) error {
 	if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrRefused) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		reason := "schema registry unavailable"
 		if !errors.Is(err, ErrUnavailable) {
-			reason = "schema registry: " + s.step + " schema not available"
+			reason = "schema not registered" // the error says which, and why
 		}
 		e := transform.Classify(transform.Hold("schema-registry", reason, fmt.Errorf("%s: %w", s.which, err)))
 		e.Step, e.Converter = s.step, s.which
