@@ -58,7 +58,8 @@
 // json.Number or a number's text for a decimal (refused when it has more
 // decimal places than the scale), RFC 3339 text for a timestamp, Go's
 // duration text for a duration, base64 text for bytes (as JSON writes
-// bytes), a name or a number for an enum. A field the schema does not
-// have, a required field missing, a value of another type, a number out
-// of range: a DataError naming the path.
+// bytes), a name or a number for an enum. Null leaves a Protobuf field
+// unset, except a google.protobuf.Value, which holds it (as it decodes).
+// A field the schema does not have, a required field missing, a value of
+// another type, a number out of range: a DataError naming the path.
 package format

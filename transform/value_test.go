@@ -25,8 +25,12 @@ type oneFormat struct {
 	enc transform.Encoder
 }
 
-func (f oneFormat) Source(string) (transform.Decoder, transform.Decoder) { return f.dec, transform.Text }
-func (f oneFormat) Output(string) (transform.Encoder, transform.Encoder) { return f.enc, transform.Text }
+func (f oneFormat) Source(string) (transform.Decoder, transform.Decoder) {
+	return f.dec, transform.Text
+}
+func (f oneFormat) Output(string) (transform.Encoder, transform.Encoder) {
+	return f.enc, transform.Text
+}
 
 // countingEncoder is JSON that counts its encodes and never keeps bytes.
 type countingEncoder struct{ n int }
