@@ -4,7 +4,9 @@
 // Inspect reads the dead-letter topic read_committed, up to its last stable
 // offset when it starts, and counts the dead letters by error class
 // (__connect.errors.exception.class.name), step (class.name), kind and
-// time, with a few samples.
+// time, with a few samples; with InspectOptions.Decode, the samples' keys
+// and values decoded with the pipeline's source formats (the relay's own
+// decoders, package format), or why they do not decode.
 //
 // Replay sends the dead letters a Filter selects through the pipeline's
 // transform chain again (or, with To, copies them unchanged to a topic),

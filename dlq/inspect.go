@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sharerelay/sharerelay/config"
 )
 
 // InspectOptions say what Inspect reads and how it groups.
@@ -28,6 +30,10 @@ type InspectOptions struct {
 	// Samples is how many dead letters to show (default 5; negative:
 	// none).
 	Samples int
+	// Decode, when set, is the pipeline whose source formats the
+	// samples' keys and values are decoded with (Sample.Key and Value):
+	// the relay's own decoders, and its schema registry.
+	Decode *config.Pipeline
 }
 
 // Count is how many selected dead letters have one value.
@@ -55,6 +61,12 @@ type Sample struct {
 	Reason    string    `json:"reason"`
 	// Outcome says what a replay made of it (replay reports only).
 	Outcome string `json:"outcome,omitempty"`
+	// Key and Value are the source record's key and value, decoded
+	// (InspectOptions.Decode only).
+	Key   *Content `json:"key,omitempty"`
+	Value *Content `json:"value,omitempty"`
+
+	raw raw
 }
 
 // Report is what Inspect found.
@@ -76,11 +88,16 @@ type Report struct {
 	Bucket  string   `json:"bucket"`
 	ByTime  []Bucket `json:"by_time"`
 	Samples []Sample `json:"samples"`
+	// Decoded says how the samples' keys and values were decoded
+	// (InspectOptions.Decode only).
+	Decoded *Decoding `json:"decoded,omitempty"`
 }
 
 // Inspect reads the dead-letter topic read_committed, up to its last
 // stable offset when it starts, and counts the dead letters the filter
-// selects.
+// selects. With Decode, it then decodes the samples' keys and values; a
+// sample that does not decode, or a registry that cannot be asked, is
+// said so in the report, and fails nothing.
 func Inspect(ctx context.Context, o InspectOptions) (*Report, error) {
 	if o.Bucket <= 0 {
 		o.Bucket = time.Hour
@@ -119,12 +136,15 @@ func Inspect(ctx context.Context, o InspectOptions) (*Report, error) {
 	for _, t := range slices.SortedFunc(maps.Keys(times), time.Time.Compare) {
 		rep.ByTime = append(rep.ByTime, Bucket{Start: t, Count: times[t]})
 	}
+	if o.Decode != nil {
+		rep.Decoded = decodeSamples(ctx, o.Decode, rep.Samples)
+	}
 	return rep, nil
 }
 
 func sampleOf(d DeadLetter) Sample {
 	s := Sample{Partition: d.Record.Partition, Offset: d.Record.Offset, Class: d.Class, Step: d.Step, Kind: d.Kind,
-		Time: d.Time.UTC(), Reason: d.Reason}
+		Time: d.Time.UTC(), Reason: d.Reason, raw: rawOf(d)}
 	if d.SourceOK {
 		s.Source = sourceString(d.Source)
 	}
@@ -176,6 +196,7 @@ func (r *Report) Print(w io.Writer) {
 		tw.Flush()
 	}
 	printSamples(w, "samples", r.Samples)
+	printDecoded(w, r.Decoded, r.Samples)
 }
 
 // printSamples writes samples as a table under title.

@@ -38,6 +38,17 @@
 //     dead-letter attempts, a spare delivery per share consumer of the
 //     instance (at least two), and the share consumers a worker will run.
 //
+// With a schema registry (schema_registry, source.cluster.schema_registry),
+// the registry is asked last, with the relay's own client (format), and
+// whether or not the clusters answered: that it answers (GET /config),
+// naming the credentials it refuses; that the source's writer schemas
+// can be read from it; and, for every value and key an output writes in
+// a registry format, what the registry holds under the subject the
+// relay derives (format.OutputSchemas): the schema file registered, or to
+// be registered (auto_register) and then, by the registry's own
+// compatibility check, accepted under the subject's rule; a version or
+// an id that exists. It registers nothing.
+//
 // What it cannot check without side effects: that a share consumer can
 // join (a heartbeat would make the principal a member), that records can
 // be written (a produce writes), and that InitProducerId works for the

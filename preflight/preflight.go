@@ -80,18 +80,28 @@ func (r *Report) add(s Status, check, format string, args ...any) {
 // clusters. sinkOpts are the client options of the cluster the relay
 // writes to, the one cluster of a pipeline without source.cluster;
 // sourceOpts those of source.cluster, used only when p.CrossCluster().
-// Both are the relay's own (kafkaopts.Clusters). It returns when every
-// check has run, or ctx ends; a check cut short by ctx fails.
+// Both are the relay's own (kafkaopts.Clusters). The pipeline's schema
+// registries are checked last, whether or not the clusters answered. It
+// returns when every check has run, or ctx ends; a check cut short by ctx
+// fails.
 func Check(ctx context.Context, p *config.Pipeline, sinkOpts, sourceOpts []kgo.Opt) *Report {
 	c := &checker{p: p, rep: &Report{}}
 	if p.CrossCluster() {
 		c.crossCluster(ctx, sinkOpts, sourceOpts)
-		return c.rep
+	} else {
+		c.oneCluster(ctx, sinkOpts)
 	}
-	s := &side{of: p.SinkCluster(), role: brokerfloor.Both, rep: c.rep}
+	c.registries(ctx)
+	return c.rep
+}
+
+// oneCluster runs the checks of a pipeline whose source and outputs are
+// on one cluster, with the client options opts.
+func (c *checker) oneCluster(ctx context.Context, opts []kgo.Opt) {
+	s := &side{of: c.p.SinkCluster(), role: brokerfloor.Both, rep: c.rep}
 	c.src, c.sink = s, s
-	if !c.open(ctx, s, sinkOpts) {
-		return c.rep
+	if !c.open(ctx, s, opts) {
+		return
 	}
 	defer s.cl.Close()
 	c.features(s)
@@ -103,7 +113,6 @@ func Check(ctx context.Context, p *config.Pipeline, sinkOpts, sourceOpts []kgo.O
 	c.shareGroupLimits(ctx)
 	c.acquireMode()
 	c.brokerDLQ()
-	return c.rep
 }
 
 // checker holds what one run learns as it goes.

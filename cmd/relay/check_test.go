@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/sharerelay/sharerelay/internal/kfaketest"
+	"github.com/sharerelay/sharerelay/internal/srtest"
 )
 
 func TestCheckPassesAPipelineItsClusterCanRun(t *testing.T) {
@@ -68,5 +70,44 @@ func TestCheckAsksTheSourceTopicOfTheSourceClusterAndTheOutputsOfTheSink(t *test
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no line %q in:\n%s", want, out.String())
 		}
+	}
+}
+
+// relay check asks the pipeline's schema registry about the schema its
+// output is written with, and fails, with what to do, while the relay
+// could not write with it.
+func TestCheckFailsAnOutputSchemaTheRegistryDoesNotHaveUnlessTheRelayRegistersIt(t *testing.T) {
+	c := kfaketest.Cluster(t, kfake.SeedTopics(1, "orders", "jobs", "dlq"))
+	reg := srtest.New()
+	defer reg.Close()
+	dir := writeFiles(t, map[string]string{
+		"order.avsc": `{"type":"record","name":"Order","fields":[{"name":"id","type":"long"}]}`,
+	})
+	for _, tc := range []struct {
+		auto string
+		code int
+		want string
+	}{
+		{"false", 1, "FAIL: output topic jobs value schema (schema registry " + reg.URL() + "): subject jobs-value does not exist: register order.avsc under it, or set output.value_schema.auto_register: true"},
+		{"true", 0, "ok: output topic jobs value schema (schema registry " + reg.URL() + "): subject jobs-value does not exist yet: order.avsc will be registered under it at the first record (auto_register)"},
+	} {
+		path := filepath.Join(dir, "p.yaml")
+		os.WriteFile(path, fmt.Appendf(nil, "name: p\nbrokers: [%s]\nschema_registry: {urls: [%s]}\nsource: {topics: [orders], group: g}\n"+
+			"output: {topic: jobs, value_format: avro, value_schema: {file: order.avsc, auto_register: %s}}\ndead_letter: {topic: dlq}\n",
+			c.ListenAddrs()[0], reg.URL(), tc.auto), 0o644)
+		var out, errb bytes.Buffer
+		code := run([]string{"check", "-c", path}, &out, &errb)
+		if code != tc.code || !strings.Contains(out.String(), tc.want+"\n") || !strings.Contains(out.String(), "ok: schema registry "+reg.URL()+": reachable") {
+			t.Errorf("auto_register %s: exit %d:\n%s%s\nwant exit %d, the registry reachable and the line %q", tc.auto, code, out.String(), errb.String(), tc.code, tc.want)
+		}
+	}
+	// Asked, but nothing registered: relay check changes nothing.
+	resp, err := http.Get(reg.URL() + "/subjects/jobs-value/versions/latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if reg.Requests.Load() == 0 || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the registry was asked %d times and answers %s for jobs-value: want asked, and the subject still missing", reg.Requests.Load(), resp.Status)
 	}
 }

@@ -20,7 +20,7 @@ import (
 var dlqCommands = []*command{
 	{
 		name:     "dlq inspect",
-		synopsis: "dlq inspect [--json] [selection] [--bucket 1h] [--samples 5] <pipeline.yaml>",
+		synopsis: "dlq inspect [--json] [--decode] [selection] [--bucket 1h] [--samples 5] <pipeline.yaml>",
 		summary:  "count and sample the pipeline's dead letters",
 		about: `Reads the pipeline's dead-letter topic and prints how many dead letters
 there are by error class, transform step, kind and time bucket, with a few
@@ -29,6 +29,13 @@ samples. The selection flags (--class, --step, --kind, --since, --until,
 matches any of its values. It writes nothing. With source.cluster, the
 dead letters are read on the sink cluster (the top-level brokers).
 
+--decode shows each sample's key and value as JSON, read with the
+source's formats (value_format, key_format) as the relay reads them,
+schema registry included; a key or value that does not decode shows why
+(often the reason it is a dead letter) and its bytes. When the schema
+registry cannot be asked, one line says so and the keys and values that
+need it are shown as bytes.
+
 ` + fileNote,
 		exit0: "the report was printed",
 		exit1: "the dead-letter topic could not be read (the cluster unreachable, --timeout)",
@@ -36,6 +43,7 @@ dead letters are read on the sink cluster (the top-level brokers).
 		examples: []string{
 			"relay dlq inspect configs/booknest-packing.yaml",
 			"relay dlq inspect --since 24h --class json --json configs/booknest-packing.yaml",
+			"relay dlq inspect --decode --samples 3 --class avro configs/examples/avro-orders.yaml",
 		},
 		run: cmdDLQInspect,
 	},
@@ -182,6 +190,7 @@ func cmdDLQInspect(c *command, args []string, stdout, stderr io.Writer) int {
 	f.register(fs)
 	bucket := fs.Duration("bucket", time.Hour, "width of the time buckets, e.g. 1h or 24h")
 	samples := fs.Int("samples", 5, "how many dead letters to show")
+	decode := fs.Bool("decode", false, "show the samples' keys and values as JSON, decoded with the source's formats")
 	pos, code, ok := c.parse(fs, args, stdout, stderr)
 	if !ok {
 		return code
@@ -194,10 +203,14 @@ func cmdDLQInspect(c *command, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
-	rep, err := dlq.Inspect(ctx, dlq.InspectOptions{
+	o := dlq.InspectOptions{
 		ClientOpts: f.kafka.Sink.Opts(), Topic: f.pipeline.DeadLetter.Topic,
 		Filter: f.filter, Bucket: *bucket, Samples: *samples,
-	})
+	}
+	if *decode {
+		o.Decode = f.pipeline
+	}
+	rep, err := dlq.Inspect(ctx, o)
 	if err != nil {
 		fmt.Fprintln(stderr, "relay dlq inspect:", err)
 		return exitFailed

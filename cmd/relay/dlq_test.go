@@ -101,3 +101,31 @@ func TestDLQReplayAcrossClustersRefusesATopicOnlyTheSourceClusterHas(t *testing.
 		t.Fatalf("exit %d, want 1 and why\n%s%s", code, out.String(), errb.String())
 	}
 }
+
+func TestDLQInspectDecodeShowsEachSamplesKeyAndValueAsJSON(t *testing.T) {
+	cfg := dlqCluster(t, 2)
+	var out, errb bytes.Buffer
+	if code := run([]string{"dlq", "inspect", "--decode", "-c", cfg}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{
+		"decoded with the source's formats (value json, key string)\n",
+		"0@1  key    \"1\"\n     value  {\"order_id\":1}\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("inspect --decode output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if code := run([]string{"dlq", "inspect", "--decode", "--json", "-c", cfg}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var rep struct {
+		Samples []struct {
+			Key, Value struct{ JSON any }
+		}
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || len(rep.Samples) != 2 || rep.Samples[1].Key.JSON != "1" || fmt.Sprint(rep.Samples[1].Value.JSON) != "map[order_id:1]" {
+		t.Fatalf("--decode --json: %+v, %v\n%s", rep, err, out.String())
+	}
+}

@@ -46,9 +46,15 @@ type Registry struct {
 	down     atomic.Bool
 	refuse   atomic.Bool
 	delay    atomic.Int64 // nanoseconds
+	// incompatible, when set, is the reason the compatibility endpoint
+	// gives for answering false.
+	incompatible atomic.Pointer[string]
 	// Auth, when set before the first request, is the Authorization
 	// header every request must carry (401 otherwise).
 	Auth string
+	// CompatibilityLevel, when set before the first request, is the
+	// level GET /config answers, for every subject (default BACKWARD).
+	CompatibilityLevel string
 }
 
 // New starts a registry; Close stops it.
@@ -72,6 +78,17 @@ func (r *Registry) RefuseCredentials(on bool) { r.refuse.Store(on) }
 
 // Delay makes every request wait d first.
 func (r *Registry) Delay(d time.Duration) { r.delay.Store(int64(d)) }
+
+// Incompatible makes the compatibility endpoint answer false, with msg as
+// its reason, while msg is not empty (it answers true otherwise: the
+// registry checks nothing itself).
+func (r *Registry) Incompatible(msg string) {
+	if msg == "" {
+		r.incompatible.Store(nil)
+		return
+	}
+	r.incompatible.Store(&msg)
+}
 
 // Register registers s under subject (as POST /subjects/{s}/versions
 // does) and returns its id and version.
@@ -206,8 +223,16 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		}
 		fail(w, http.StatusNotFound, 40403, "Schema not found")
 	case len(parts) >= 1 && parts[0] == "config":
-		reply(w, map[string]any{"compatibilityLevel": "BACKWARD"})
+		level := r.CompatibilityLevel
+		if level == "" {
+			level = "BACKWARD"
+		}
+		reply(w, map[string]any{"compatibilityLevel": level})
 	case len(parts) >= 1 && parts[0] == "compatibility":
+		if msg := r.incompatible.Load(); msg != nil {
+			reply(w, map[string]any{"is_compatible": false, "messages": []string{*msg}})
+			return
+		}
 		reply(w, map[string]any{"is_compatible": true})
 	default:
 		fail(w, http.StatusNotFound, 404, "no such endpoint: "+req.Method+" "+req.URL.Path)
