@@ -32,6 +32,10 @@ var (
 	// is not there is a setup to fix, not the record's fault: records
 	// wait for it, held.
 	ErrNotFound = errors.New("not found in the schema registry")
+	// ErrCredentials: the registry refuses the relay's credentials (HTTP
+	// 401 or 403). It comes wrapped with ErrUnavailable: for the records
+	// it is an outage like any other.
+	ErrCredentials = errors.New("credentials refused")
 	// ErrRefused: the registry refuses a schema (invalid, or
 	// incompatible with the subject's versions): the pipeline's schema
 	// needs changing.
@@ -361,7 +365,7 @@ func classify(err error, byID bool) error {
 		case re.StatusCode == http.StatusNotFound:
 			return fmt.Errorf("%w (%s)", ErrNotFound, responseText(re))
 		case re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden:
-			return fmt.Errorf("%w: credentials refused (HTTP %d: %s)", ErrUnavailable, re.StatusCode, responseText(re))
+			return fmt.Errorf("%w: %w (HTTP %d: %s)", ErrUnavailable, ErrCredentials, re.StatusCode, responseText(re))
 		case re.StatusCode == http.StatusConflict || re.StatusCode == http.StatusUnprocessableEntity:
 			return fmt.Errorf("%w (HTTP %d: %s)", ErrRefused, re.StatusCode, responseText(re))
 		}

@@ -92,11 +92,10 @@ func (c *checker) reachable(ctx context.Context, r *registry) {
 	}
 }
 
-// credentialsRefused reports whether err is the registry's 401 or 403:
-// format sorts those with the outages (ErrUnavailable), and says
-// "credentials refused".
+// credentialsRefused reports whether err is the registry's 401 or 403
+// (format.ErrCredentials, which format sorts with the outages).
 func credentialsRefused(err error) bool {
-	return errors.Is(err, format.ErrUnavailable) && strings.Contains(err.Error(), "credentials refused")
+	return errors.Is(err, format.ErrCredentials)
 }
 
 // unavailable is err without format's "schema registry unavailable: ",

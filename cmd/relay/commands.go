@@ -77,8 +77,11 @@ file named, it runs tests/<name>.test.yaml beside <name>.yaml.
 		about: `Connects as the pipeline does (its brokers, TLS and SASL settings) and
 checks what running it needs: the brokers answer and speak share groups,
 the topics exist, the ACLs allow what the relay does, the share group's
-settings suit the pipeline. Prints one line per check: ok, warn or FAIL.
-It changes nothing on the cluster.
+settings suit the pipeline, and the schema registry (for avro, protobuf
+and json_schema) answers, accepts the relay's credentials and holds or
+will accept the schemas the outputs are written with. Prints one line
+per check: ok, warn or FAIL. It changes nothing on the cluster or the
+registry.
 
 ` + fileNote,
 		exit0:    "no check failed (warnings allowed)",
