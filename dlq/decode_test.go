@@ -15,9 +15,11 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/internal/kfaketest"
 	"github.com/sharerelay/sharerelay/internal/srtest"
 	"github.com/sharerelay/sharerelay/lineage"
+	"github.com/sharerelay/sharerelay/transform"
 )
 
 const orderSchema = `{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},{"name":"customer","type":"string"}]}`
@@ -145,5 +147,49 @@ func TestInspectDecodesEachSampleWithTheSourcesFormatsOrSaysWhyItDoesNot(t *test
 	}
 	if k := rep.Samples[0].Key.String(); k != `"7"` {
 		t.Errorf("key %s, want \"7\": text needs no registry", k)
+	}
+}
+
+// A replay reads the dead letters' values in the source's formats, as the
+// relay does; with the registry out of reach it waits, and dead-letters
+// nothing for it.
+func TestAReplayReadsAvroDeadLettersAndWaitsForTheRegistry(t *testing.T) {
+	c := kfaketest.Cluster(t, kfake.SeedTopics(1, "orders", "jobs", "jobs.dlq"))
+	reg := srtest.New()
+	defer reg.Close()
+	id, _ := reg.Register("orders-value", srtest.Schema{Schema: orderSchema})
+	avroDeadLetters(t, c, id)
+	p := avroPipeline(t, c, reg.URL())
+	p.Transforms = []transform.Spec{{Type: "set", Field: "replayed", Value: true}}
+	o := ReplayOptions{Pipeline: p, ClientOpts: seeds(c), LedgerMarkers: eos.MarkersAtSameOrNextEpoch, Logger: quiet(), Job: "avro"}
+
+	reg.Down(true)
+	go func() {
+		time.Sleep(2 * time.Second)
+		reg.Down(false)
+	}()
+	rep := replay(t, o)
+	if rep.Outputs != 1 {
+		t.Fatalf("replay: %+v; want the one dead letter that decodes written out", rep)
+	}
+	var out []string
+	for _, r := range readAll(t, c, "jobs") {
+		out = append(out, string(r.Value))
+	}
+	if len(out) != 1 || out[0] != `{"customer":"c-7","id":7,"replayed":true}` {
+		t.Fatalf("outputs %q, want the order decoded, the step applied, written as JSON", out)
+	}
+	// The two that do not decode are dead-lettered again, as what they
+	// are: the value converter's failures, not the registry's.
+	var stages []string
+	for _, r := range readAll(t, c, "jobs.dlq")[4:] {
+		for _, h := range r.Headers {
+			if h.Key == lineage.HeaderDLQStage {
+				stages = append(stages, string(h.Value))
+			}
+		}
+	}
+	if strings.Join(stages, ",") != "VALUE_CONVERTER,VALUE_CONVERTER" {
+		t.Fatalf("new dead letters' stages %v, want two VALUE_CONVERTER", stages)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sharerelay/sharerelay/config"
+	"github.com/sharerelay/sharerelay/format"
 	"github.com/sharerelay/sharerelay/eos"
 	"github.com/sharerelay/sharerelay/internal/failpoint"
 	"github.com/sharerelay/sharerelay/internal/kafkaerr"
@@ -265,8 +266,13 @@ func newReplayer(o ReplayOptions) (*replayer, error) {
 	r.writes = p.OutputTopics() // the dead-letter topic included
 	r.chain = o.Chain
 	if r.chain == nil {
-		var err error
-		if r.chain, err = p.Chain(); err != nil {
+		// A dead letter keeps its source record's bytes: it is read in
+		// the source's formats, as the relay reads it.
+		formats, _, err := format.ForPipeline(p)
+		if err != nil {
+			return nil, fmt.Errorf("dlq: pipeline %s: %w", p.Name, err)
+		}
+		if r.chain, err = p.ChainWith(formats); err != nil {
 			return nil, fmt.Errorf("dlq: pipeline %s: %w", p.Name, err)
 		}
 	}
@@ -431,6 +437,7 @@ func (r *replayer) plan(ctx context.Context, it *item) error {
 		it.outs = []*kgo.Record{{Topic: r.o.To, Key: d.Record.Key, Value: d.Record.Value, Headers: hs}}
 		return nil
 	}
+	held := 0
 	for attempt := int32(1); ; attempt++ {
 		in := &transform.Record{
 			Topic: r.p.Output.Topic,
@@ -456,6 +463,20 @@ func (r *replayer) plan(ctx context.Context, it *item) error {
 			return ctx.Err()
 		}
 		dec := transform.Decide(err, attempt, r.attempts)
+		if dec.Hold {
+			// Not the record's fault (a schema registry that cannot
+			// answer): wait for it, as the relay does, without counting
+			// an attempt; never dead-letter the record for it.
+			held++
+			if held == 1 {
+				r.log.Warn("holding a dead letter: its transform cannot run now; waiting", "reason", dec.Err.Reason, "err", dec.Err)
+			}
+			if !wait.Sleep(ctx, min(time.Duration(held)*500*time.Millisecond, 15*time.Second)) {
+				return ctx.Err()
+			}
+			attempt--
+			continue
+		}
 		if dec.Release {
 			if !r.o.DryRun && !wait.Sleep(ctx, min(time.Duration(attempt)*100*time.Millisecond, time.Second)) {
 				return ctx.Err()
@@ -466,8 +487,15 @@ func (r *replayer) plan(ctx context.Context, it *item) error {
 		if dec.Exhausted {
 			kind = lineage.DLQKindAttemptsExhausted
 		}
+		stage := lineage.DLQStageTransformation
+		switch dec.Err.Converter {
+		case "value":
+			stage = lineage.DLQStageValueConverter
+		case "key":
+			stage = lineage.DLQStageKeyConverter
+		}
 		it.outs = []*kgo.Record{r.deadLetter(d, at, of, reason{
-			stage: lineage.DLQStageTransformation, step: dec.Err.Step, class: dec.Err.Class, kind: kind, msg: dec.Err.Error(),
+			stage: stage, step: dec.Err.Step, class: dec.Err.Class, kind: kind, msg: dec.Err.Error(),
 		}, attempt)}
 		it.deadLetter = true
 		return nil
