@@ -120,8 +120,8 @@ type ReadSchema struct {
 	// the pipeline file. relay validate checks the fields the steps name
 	// against it.
 	File string `yaml:"file" json:"file"`
-	// Validate (json_schema) checks each value against its schema when
-	// read; a value that fails is dead-lettered.
+	// Validate (json_schema) checks every value against its schema, even
+	// one no step reads; a value that fails is dead-lettered.
 	Validate bool `yaml:"validate" json:"validate"`
 }
 

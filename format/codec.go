@@ -187,6 +187,10 @@ type decoder struct {
 	resolved sync.Map
 }
 
+// Validates reports whether d checks the values it reads (json_schema
+// with validate): the chain then reads every record with it.
+func (d *decoder) Validates() bool { return d.validate }
+
 // Decode reads b: no bytes (a tombstone, a null key) are null.
 func (d *decoder) Decode(ctx context.Context, b []byte) (any, error) {
 	if len(b) == 0 {

@@ -61,6 +61,8 @@ type Registry struct {
 	comp    map[int]*call[*compiled]
 
 	requests atomic.Int64
+	// onRequest, when set (CountRequests), is called for each request.
+	onRequest func()
 }
 
 type subjectVersion struct {
@@ -113,6 +115,18 @@ func newRegistry(st store, latestTTL time.Duration) *Registry {
 // Requests returns how many requests the registry has been sent: flat
 // under a steady stream once every schema is cached.
 func (r *Registry) Requests() int64 { return r.requests.Load() }
+
+// CountRequests calls f for each request sent from now on (the relay
+// counts them in a metric). Call it before the registry is used.
+func (r *Registry) CountRequests(f func()) { r.onRequest = f }
+
+// request counts one request.
+func (r *Registry) request() {
+	r.requests.Add(1)
+	if r.onRequest != nil {
+		r.onRequest()
+	}
+}
 
 // SchemaByID returns the schema of id: ErrUnknownSchema when the registry
 // has none, ErrUnavailable when it cannot answer.
@@ -174,14 +188,14 @@ func (r *Registry) Register(ctx context.Context, subject string, s sr.Schema) (s
 // the subject's compatibility rule (checked against its latest version),
 // with the registry's reasons when not. Not cached.
 func (r *Registry) Compatible(ctx context.Context, subject string, s sr.Schema) (bool, []string, error) {
-	r.requests.Add(1)
+	r.request()
 	return r.store.compatible(ctx, subject, s)
 }
 
 // Compatibility returns the subject's compatibility rule (or the
 // registry's default). Not cached.
 func (r *Registry) Compatibility(ctx context.Context, subject string) (string, error) {
-	r.requests.Add(1)
+	r.request()
 	return r.store.compatibility(ctx, subject)
 }
 
@@ -203,7 +217,7 @@ func cached[K comparable, T any](ctx context.Context, r *Registry, m map[K]*call
 		c = &call[T]{done: make(chan struct{})}
 		m[k] = c
 		r.mu.Unlock()
-		r.requests.Add(1)
+		r.request()
 		// The request outlives a caller that gives up: the others
 		// waiting for it still want the answer.
 		c.val, c.err = get(context.WithoutCancel(ctx))

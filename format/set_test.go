@@ -303,3 +303,28 @@ transforms:
 		t.Fatalf("once registered: %v", err)
 	}
 }
+
+func TestAJSONSchemaSourceThatValidatesChecksRecordsNoStepReads(t *testing.T) {
+	reg := srtest.New()
+	defer reg.Close()
+	id, _ := reg.Register("orders-value", srtest.Schema{Schema: readFile(t, "testdata/set/order.schema.json"), SchemaType: "JSON"})
+	p := pipeline(t, reg.URL(), `
+source: {topics: [orders], value_format: json_schema, value_schema: {validate: true}}
+output: {topic: jobs}
+transforms:
+  - {type: header, header: via, value: relay}
+`)
+	c := chain(t, p)
+	var h sr.ConfluentHeader
+	frame, _ := h.AppendEncode(nil, id, nil)
+	valid := append(append([]byte{}, frame...), `{"id": 1, "customer": "ada"}`...)
+	outs, err := apply(t, c, valid)
+	if err != nil || string(outs[0].Value) != string(valid) {
+		t.Fatalf("a valid value: %v; it must pass through as it came", err)
+	}
+	_, err = apply(t, c, append(append([]byte{}, frame...), `{"id": 1}`...))
+	var e *transform.Error
+	if !errors.As(err, &e) || e.Kind != transform.KindPermanent || e.Step != "source.value_format" || !strings.Contains(e.Error(), "customer") {
+		t.Fatalf("an invalid value no step reads: %v, want a permanent failure naming customer", err)
+	}
+}

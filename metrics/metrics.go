@@ -88,6 +88,7 @@ type Metrics struct {
 	DeadLettersTruncated   *prometheus.CounterVec
 	ReleasedOnLastDelivery *prometheus.CounterVec
 	RecordsHeld            *prometheus.CounterVec
+	SchemaRegistryRequests prometheus.Counter
 	AmbiguousCommits       *prometheus.CounterVec
 	Paused                 *prometheus.GaugeVec
 	Ready                  prometheus.Gauge
@@ -205,6 +206,7 @@ func (m *Metrics) newWriteFailureCounters(f factory) {
 	m.DeadLettersTruncated = f.counter("dead_letters_truncated_total", "Dead letters too large for the dead-letter topic, written again without the source value and headers (then key).", "worker")
 	m.ReleasedOnLastDelivery = f.counter("released_on_last_delivery_total", "Records the relay released on their last delivery: the broker archives them without output. Should stay 0.", "worker")
 	m.RecordsHeld = f.counter("records_held_total", "Source records a worker held because their transform needed what was out of reach (a schema registry that cannot answer): neither released (no delivery spent) nor dead-lettered, but transformed again once it answers; counted once a hold.", "worker")
+	m.SchemaRegistryRequests = f.counter("schema_registry_requests_total", "Requests the relay sent its schema registries (pipelines with avro, protobuf or json_schema); flat under a steady stream, as schemas by id and by version are cached for good.").WithLabelValues()
 	m.AmbiguousCommits = f.counter("ambiguous_commits_total", "Commits whose EndTxn answer was lost (each also counts as transactions_total{outcome=\"unknown\"}), by how the claim ledger resolved them: committed, not-committed, unresolved (released).", "worker", "resolution")
 }
 

@@ -145,20 +145,7 @@ func New(opts Options) (*Relay, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	if len(schemas) > 0 {
-		// Flat under a steady stream: the registry's answers are cached.
-		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name:        "sharerelay_schema_registry_requests_total",
-			Help:        "Requests the relay sent its schema registries; flat under a steady stream, as schemas by id and version are cached for good.",
-			ConstLabels: prometheus.Labels{"pipeline": opts.Pipeline.Name},
-		}, func() float64 {
-			var n int64
-			for _, s := range schemas {
-				n += s.Requests()
-			}
-			return float64(n)
-		}))
-	}
+
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -169,6 +156,9 @@ func New(opts Options) (*Relay, error) {
 	}
 	log = log.With("pipeline", opts.Pipeline.Name, "instance", opts.Instance)
 	m := metrics.New(reg, opts.Pipeline.Name)
+	for _, s := range schemas {
+		s.CountRequests(m.SchemaRegistryRequests.Inc)
+	}
 	return &Relay{
 		opts:   opts,
 		p:      opts.Pipeline,

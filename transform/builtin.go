@@ -293,15 +293,10 @@ func (t *headerT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
 	if ok, err := t.when.match(ctx, r); err != nil || !ok {
 		return passIf(r, err)
 	}
-	if t.action == HeaderRemove || t.action == HeaderSet {
-		r.Headers = slices.DeleteFunc(r.Headers, func(h Header) bool { return h.Key == t.key })
-	}
-	if t.action == HeaderRemove {
-		return one(r), nil
-	}
 	// A fresh byte slice per record: records must not share header memory.
 	v := []byte(t.value)
-	if t.expr != nil {
+	if t.expr != nil && t.action != HeaderRemove {
+		// Before the header is removed: the expression may read it.
 		x, err := t.expr.eval(ctx, r)
 		if err != nil {
 			return nil, err
@@ -309,6 +304,12 @@ func (t *headerT) Apply(ctx context.Context, r *Record) ([]*Record, error) {
 		if v, err = headerBytes(x); err != nil {
 			return nil, Permanent("cel", fmt.Errorf("expr: %w", err))
 		}
+	}
+	if t.action == HeaderRemove || t.action == HeaderSet {
+		r.Headers = slices.DeleteFunc(r.Headers, func(h Header) bool { return h.Key == t.key })
+	}
+	if t.action == HeaderRemove {
+		return one(r), nil
 	}
 	r.Headers = append(r.Headers, Header{Key: t.key, Value: v})
 	return one(r), nil

@@ -317,6 +317,11 @@ func (c *content) write(ctx context.Context, b []byte, enc Encoder, def Decoder)
 	if from.Decoder == nil {
 		from.Decoder = def
 	}
+	if v, ok := from.Decoder.(Validator); ok && v.Validates() && c.state == stBytes {
+		if _, err := c.get(ctx, b, def); err != nil {
+			return nil, err
+		}
+	}
 	switch c.state {
 	case stLiteral:
 		return b, nil

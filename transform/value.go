@@ -65,6 +65,15 @@ type Origin struct {
 	Bytes   []byte
 }
 
+// Validator is a Decoder that checks what it reads (JSON Schema values
+// against their schema): the chain reads every record's value with it,
+// even one no step reads, so that an invalid value is never passed
+// through unchecked.
+type Validator interface {
+	Decoder
+	Validates() bool
+}
+
 // Encoder writes a value tree as a record's value or key bytes.
 type Encoder interface {
 	// Encode writes v, which came from from (changed by a step, or read

@@ -175,6 +175,7 @@ func TestTheHeaderStepAppendsSetsAndRemoves(t *testing.T) {
 		{"remove removes every header of that name", transform.Spec{Type: "header", Header: "a", Action: "remove"}, "b=2"},
 		{"an expression gives the value", transform.Spec{Type: "header", Header: "region", Expr: "value.region", Action: "set"}, "a=1 b=2 a=3 region=eu"},
 		{"a number from an expression is its text", transform.Spec{Type: "header", Header: "n", Expr: "int(value.n) * 2"}, "a=1 b=2 a=3 n=14"},
+		{"set's expression reads the header it replaces", transform.Spec{Type: "header", Header: "b", Expr: `"#" + headers.b`, Action: "set"}, "a=1 a=3 b=#2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
