@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/big"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hamba/avro/v2"
@@ -23,9 +25,11 @@ import (
 // The Avro codec: Avro's binary encoding (without the Confluent header,
 // which the caller strips and adds) to and from the value tree.
 //
-// hamba/avro parses the schemas and judges a reader against a writer;
-// the bytes are read and written here, by walking the schema, because
-// hamba's generic path does not fit a relay: it reads and writes
+// hamba/avro parses the schemas and judges a reader against a writer, and
+// its avro.Reader and avro.Writer read and write the encoding's parts
+// (varints, floats, bytes and strings, block headers). The values are
+// read and written here, by walking the schema, because hamba's generic
+// path (Unmarshal, Marshal) does not fit a relay: it reads and writes
 // local-timestamp-* through the process's time zone (the same bytes
 // decode to different values on hosts in different zones); its Unmarshal
 // reports empty input, or input cut at a value's boundary, as success;
@@ -251,9 +255,10 @@ func (p *avroPlan) compile(c *avro.SchemaCompatibility, r, w avro.Schema) error 
 // itself) down the stack without end.
 const avroMaxDepth = 1000
 
-// avroMaxEmptyItems bounds how many items a block of an array or map
-// whose items take no bytes (nulls, empty records) may claim: any other
-// block claiming more items than there are bytes left is cut short.
+// avroMaxEmptyItems bounds how many items a block of an array whose
+// items can take no bytes (nulls, empty records) may claim when there are
+// fewer bytes left: any other block claiming more items than there are
+// bytes left is cut short.
 const avroMaxEmptyItems = 1 << 20
 
 // decodeAvro decodes b (the Avro binary encoding, WITHOUT any Confluent
@@ -288,28 +293,129 @@ func decodeAvro(writer, reader avro.Schema, b []byte) (any, error) {
 		}
 		writer = r
 	}
-	d := avroDecoder{b: b}
+	var plan *avroPlan
 	r, w := writer, writer
 	if rs, ok := writer.(*avroResolved); ok {
-		d.plan = rs.plan
-		r, w = rs.reader, rs.writer
+		plan, r, w = rs.plan, rs.reader, rs.writer
 	}
+	d := avroDecoders.Get().(*avroDecoder)
+	d.r.Reset(b)
+	d.b, d.plan = b, plan
+	v, err := d.value(r, w)
+	d.release()
+	if err != nil {
+		// Read again, counting bytes, for the error to say where.
+		src := &avroSource{b: b}
+		d := avroDecoder{r: avro.NewReader(src, 4096), b: b, src: src, plan: plan}
+		v, err = d.value(r, w)
+	}
+	return v, err
+}
+
+// avroDecoder reads one value from b with hamba's avro.Reader, which
+// reads the parts of Avro's encoding (varints, floats, bytes, block
+// headers); the decoder walks the schemas and builds the value tree.
+//
+// The Reader does not tell how far into b it is, which an error's
+// message says and which the guards against lengths and counts the data
+// cannot hold need. So a value is read twice when it fails: first from b
+// itself, as fast as the Reader goes, with the guards held to the length
+// of all of b (a length or count is refused only if b cannot hold it; one
+// that the bytes left cannot hold runs into the end of the data); then,
+// for the error, from an avroSource that hands the Reader no byte before
+// it reads it, so that the bytes handed over are the bytes read
+// (src.off) and the guards and messages are exact. The first reading
+// never accepts what the second refuses: its guards refuse at least what
+// the second's do, and everything else is the same reading of the same
+// bytes.
+type avroDecoder struct {
+	r       *avro.Reader
+	b       []byte
+	src     *avroSource // nil in the first reading
+	plan    *avroPlan   // nil when reading as written
+	depth   int         // records open
+	scratch []byte      // bytes read only to be converted: strings, decimals
+}
+
+// avroDecoders and avroWriters keep decoders (with their Reader) and
+// hamba's Writers for reuse, as hamba's own Unmarshal and Marshal keep
+// their Readers and Writers. A Writer's bytes are copied out of it; one
+// whose buffer (or a decoder whose scratch) grew past avroMaxKept is not
+// kept.
+var (
+	avroDecoders = sync.Pool{New: func() any { return &avroDecoder{r: avro.NewReader(nil, 0)} }}
+	avroWriters  = sync.Pool{New: func() any { return avro.NewWriter(nil, 512) }}
+)
+
+const avroMaxKept = 64 << 10
+
+// release returns a decoder of the first reading to avroDecoders.
+func (d *avroDecoder) release() {
+	d.r.Reset(nil)
+	d.r.Error = nil
+	d.b, d.plan, d.depth = nil, nil, 0
+	if cap(d.scratch) <= avroMaxKept {
+		avroDecoders.Put(d)
+	}
+}
+
+// avroSource is an io.Reader of b that gives the avro.Reader reading it
+// no byte before the Reader reads it: one byte per call, or the next
+// fixed bytes the decoder is about to read in one piece (a float, a
+// string's bytes after its length). So the Reader holds no byte it has
+// not read (but after a Peek, and after a varint's 10th byte that is not
+// its last, when it looks at the 11th before it fails): off is where the
+// Reader is.
+type avroSource struct {
+	b     []byte
+	off   int
+	fixed int // bytes the decoder is about to read in one piece
+}
+
+// Read gives the Reader one byte, or up to the fixed bytes to come.
+func (s *avroSource) Read(p []byte) (int, error) {
+	if s.off == len(s.b) {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), max(s.fixed, 1))], s.b[s.off:])
+	s.off += n
+	s.fixed = max(s.fixed-n, 0)
+	return n, nil
+}
+
+// fixed tells the second reading's avroSource that the Reader is about
+// to read n bytes in one piece; 0 when it has.
+func (d *avroDecoder) fixed(n int) {
+	if d.src != nil {
+		d.src.fixed = n
+	}
+}
+
+// pos is how many bytes of b have been read; 0 in the first reading,
+// whose errors are not shown.
+func (d *avroDecoder) pos() int {
+	if d.src == nil {
+		return 0
+	}
+	return d.src.off
+}
+
+// left is how many bytes of b are left to read; in the first reading,
+// all of b.
+func (d *avroDecoder) left() int64 {
+	return int64(len(d.b) - d.pos())
+}
+
+// value reads the whole of b as a value written with w, read as r.
+func (d *avroDecoder) value(r, w avro.Schema) (any, error) {
 	v, err := d.read(r, w)
 	if err != nil {
 		return nil, err
 	}
-	if d.off != len(b) {
-		return nil, dataErr("", "trailing data: the value ends at byte %d of %d", d.off, len(b))
+	if d.r.Peek(); d.r.Error == nil { // the Peek is the first byte after the value
+		return nil, dataErr("", "trailing data: the value ends at byte %d of %d", d.pos()-1, len(d.b))
 	}
 	return v, nil
-}
-
-// avroDecoder reads one value from b.
-type avroDecoder struct {
-	b     []byte
-	off   int
-	plan  *avroPlan // nil when reading as written
-	depth int       // records open
 }
 
 // read reads a value written with w as r: r is w itself when no
@@ -347,11 +453,7 @@ func (d *avroDecoder) read(r, w avro.Schema) (any, error) {
 		if !ok {
 			return nil, avroMismatch(r, w)
 		}
-		raw, err := d.take(wt.Size(), "a fixed")
-		if err != nil {
-			return nil, err
-		}
-		return avroFromBytes(rt.Logical(), raw)
+		return d.content(rt.Logical(), int64(wt.Size()), "a fixed")
 	case *avro.EnumSchema:
 		return d.enum(r, wt)
 	case *avro.ArraySchema:
@@ -378,7 +480,7 @@ func (d *avroDecoder) read(r, w avro.Schema) (any, error) {
 
 // branch reads a union's index and returns the branch it names.
 func (d *avroDecoder) branch(u *avro.UnionSchema) (avro.Schema, error) {
-	at := d.off
+	at := d.pos()
 	i, err := d.long("a union index")
 	if err != nil {
 		return nil, err
@@ -398,16 +500,19 @@ func (d *avroDecoder) primitive(r, w *avro.PrimitiveSchema) (any, error) {
 	case avro.Null:
 		return nil, nil
 	case avro.Boolean:
-		raw, err := d.take(1, "a boolean")
-		if err != nil {
-			return nil, err
+		at := d.pos()
+		v := d.r.ReadBool()
+		if err := d.r.Error; err != nil {
+			if avroEOF(err) || at >= len(d.b) {
+				return nil, d.truncated("a boolean")
+			}
+			return nil, dataErr("", "byte %d is %#x, not a boolean", at, d.b[at])
 		}
-		if raw[0] > 1 {
-			return nil, dataErr("", "byte %d is %#x, not a boolean", d.off-1, raw[0])
-		}
-		return raw[0] == 1, nil
+		return v, nil
 	case avro.Int, avro.Long:
-		at := d.off
+		// An int is read as a long and checked: hamba's ReadInt drops
+		// the bits of a fifth byte beyond 32 without a word.
+		at := d.pos()
 		v, err := d.long(avroWhat(w.Type()))
 		if err != nil {
 			return nil, err
@@ -423,26 +528,33 @@ func (d *avroDecoder) primitive(r, w *avro.PrimitiveSchema) (any, error) {
 		}
 		return avroFromLong(r.Logical(), v)
 	case avro.Float:
-		raw, err := d.take(4, "a float")
-		if err != nil {
-			return nil, err
+		d.fixed(4)
+		v := d.r.ReadFloat()
+		if d.fixed(0); d.r.Error != nil {
+			return nil, d.truncated("a float")
 		}
-		return float64(math.Float32frombits(binary.LittleEndian.Uint32(raw))), nil
+		return float64(v), nil
 	case avro.Double:
-		raw, err := d.take(8, "a double")
-		if err != nil {
-			return nil, err
+		d.fixed(8)
+		v := d.r.ReadDouble()
+		if d.fixed(0); d.r.Error != nil {
+			return nil, d.truncated("a double")
 		}
-		return math.Float64frombits(binary.LittleEndian.Uint64(raw)), nil
+		return v, nil
 	case avro.String, avro.Bytes:
-		raw, err := d.bytes(avroWhat(w.Type()))
+		what := avroWhat(w.Type())
+		n, err := d.length(what)
 		if err != nil {
 			return nil, err
 		}
 		if r.Type() == avro.String {
+			raw, err := d.scratchBytes(n, what)
+			if err != nil {
+				return nil, err
+			}
 			return string(raw), nil
 		}
-		return avroFromBytes(r.Logical(), raw)
+		return d.content(r.Logical(), n, what)
 	}
 	return nil, dataErr("", "avro type %s is not supported", w.Type())
 }
@@ -450,7 +562,7 @@ func (d *avroDecoder) primitive(r, w *avro.PrimitiveSchema) (any, error) {
 // enum reads a writer's enum symbol; read as another enum r, a symbol r
 // lacks is r's default.
 func (d *avroDecoder) enum(r avro.Schema, w *avro.EnumSchema) (any, error) {
-	at := d.off
+	at := d.pos()
 	i, err := d.long("an enum index")
 	if err != nil {
 		return nil, err
@@ -562,11 +674,15 @@ func (d *avroDecoder) mapValues(r, w avro.Schema) (any, error) {
 			return out, nil
 		}
 		for range n {
-			k, err := d.bytes("a map key")
+			k, err := d.length("a map key")
 			if err != nil {
 				return nil, err
 			}
-			key := string(k)
+			raw, err := d.scratchBytes(k, "a map key")
+			if err != nil {
+				return nil, err
+			}
+			key := string(raw)
 			v, err := d.read(r, w)
 			if err != nil {
 				return nil, under(key, err)
@@ -578,26 +694,34 @@ func (d *avroDecoder) mapValues(r, w avro.Schema) (any, error) {
 
 // block reads the header of an array's or a map's block and returns its
 // count of items (0 ends the array or map) and its size in bytes, which a
-// writer may give (a negative count is followed by it) or not (-1).
-// items is the array's item schema, nil for a map (whose entries take at
-// least a byte, their key's length). A count the remaining bytes cannot
-// hold is an error, before anything is allocated or looped over for it.
+// writer may give (a negative count is followed by it) or not (0, as
+// hamba's ReadBlockHeader returns it and its skipping takes it). items
+// is the array's item schema, nil for a map (whose entries take at least
+// a byte, their key's length). A count the remaining bytes cannot hold
+// is an error, before anything is allocated or looped over for it.
 func (d *avroDecoder) block(items avro.Schema) (n, size int64, err error) {
-	at := d.off
-	if n, err = d.long("a block count"); err != nil {
-		return 0, 0, err
+	at := d.pos()
+	n, size = d.r.ReadBlockHeader()
+	if n < 0 { // a count of math.MinInt64, which negated stays negative
+		return 0, 0, dataErr("", "block count at byte %d is out of range", at)
 	}
-	size = -1
-	if n < 0 {
-		if n == math.MinInt64 {
-			return 0, 0, dataErr("", "block count at byte %d is out of range", at)
+	if err := d.r.Error; err != nil {
+		switch {
+		case n == 0: // the count failed
+			return 0, 0, d.longErr(err, "a block count", at)
+		case avroEOF(err):
+			return 0, 0, d.truncated("a block size")
 		}
-		n = -n
-		if size, err = d.long("a block size"); err != nil {
-			return 0, 0, err
-		}
+		return 0, 0, dataErr("", "the block at byte %d has a size longer than a long's 10 bytes", at)
 	}
-	if n > int64(len(d.b)-d.off) && (items == nil || !avroEmpty(items, 0) || n > avroMaxEmptyItems) {
+	// Items that can take no bytes may be more than the bytes left, up to
+	// avroMaxEmptyItems; in the first reading, which does not know the
+	// bytes left, more than that are refused whatever b holds.
+	over := n > d.left()
+	if items != nil && avroEmpty(items, 0) {
+		over = n > avroMaxEmptyItems && (over || d.src == nil)
+	}
+	if over {
 		what := "items"
 		if items == nil {
 			what = "entries"
@@ -613,23 +737,34 @@ func (d *avroDecoder) skip(w avro.Schema) error {
 	case *avro.NullSchema:
 		return nil
 	case *avro.PrimitiveSchema:
-		var err error
 		switch wt.Type() {
 		case avro.Boolean:
-			_, err = d.take(1, "a boolean")
+			d.r.SkipBool()
+			if d.r.Error != nil {
+				return d.truncated("a boolean")
+			}
 		case avro.Int, avro.Long:
-			_, err = d.long(avroWhat(wt.Type()))
+			// Read, not skipped: hamba's SkipLong and SkipInt stop after
+			// 10 and 5 bytes without an error, in the middle of a varint.
+			_, err := d.long(avroWhat(wt.Type()))
+			return err
 		case avro.Float:
-			_, err = d.take(4, "a float")
+			return d.skipBytes(4, "a float")
 		case avro.Double:
-			_, err = d.take(8, "a double")
+			return d.skipBytes(8, "a double")
 		case avro.String, avro.Bytes:
-			_, err = d.bytes(avroWhat(wt.Type()))
+			// The length is read, not skipped with SkipString or
+			// SkipBytes, which take a negative length for an empty value.
+			what := avroWhat(wt.Type())
+			n, err := d.length(what)
+			if err != nil {
+				return err
+			}
+			return d.skipBytes(n, what)
 		}
-		return err
+		return nil
 	case *avro.FixedSchema:
-		_, err := d.take(wt.Size(), "a fixed")
-		return err
+		return d.skipBytes(int64(wt.Size()), "a fixed")
 	case *avro.EnumSchema:
 		_, err := d.long("an enum index")
 		return err
@@ -666,15 +801,19 @@ func (d *avroDecoder) skipBlocks(items, values avro.Schema) error {
 		if err != nil || n == 0 {
 			return err
 		}
-		if size >= 0 {
-			if _, err := d.take64(size, "a block"); err != nil {
+		if size > 0 {
+			if err := d.skipBytes(size, "a block"); err != nil {
 				return err
 			}
 			continue
 		}
 		for range n {
 			if items == nil {
-				if _, err := d.bytes("a map key"); err != nil {
+				k, err := d.length("a map key")
+				if err != nil {
+					return err
+				}
+				if err := d.skipBytes(k, "a map key"); err != nil {
 					return err
 				}
 			}
@@ -685,49 +824,108 @@ func (d *avroDecoder) skipBlocks(items, values avro.Schema) error {
 	}
 }
 
-// long reads a zig-zag varint; what names the value for an error.
+// long reads a long (or an int, written the same way); what names the
+// value for an error.
 func (d *avroDecoder) long(what string) (int64, error) {
-	var v uint64
-	for shift := uint(0); shift < 64; shift += 7 {
-		if d.off >= len(d.b) {
-			return 0, d.truncated(what)
-		}
-		c := d.b[d.off]
-		d.off++
-		v |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			return int64(v>>1) ^ -int64(v&1), nil
-		}
+	at := d.pos()
+	v := d.r.ReadLong()
+	if err := d.r.Error; err != nil {
+		return 0, d.longErr(err, what, at)
 	}
-	return 0, dataErr("", "%s ending at byte %d is longer than a long's 10 bytes", what, d.off)
+	return v, nil
 }
 
-// bytes reads a length and that many bytes; the result shares b.
-func (d *avroDecoder) bytes(what string) ([]byte, error) {
-	at := d.off
+// longErr is the error of a long at byte at that the Reader failed to
+// read: the data ended, or its 10th byte was not its last (the Reader
+// looks at the 11th before it fails, so the position is counted from at).
+func (d *avroDecoder) longErr(err error, what string, at int) error {
+	if avroEOF(err) {
+		return d.truncated(what)
+	}
+	return dataErr("", "%s ending at byte %d is longer than a long's 10 bytes", what, at+10)
+}
+
+// length reads the length of a string, a bytes value or a map key,
+// refusing one that is negative or that the bytes left cannot hold; the
+// bytes are then read with the Reader's Read (content, scratchBytes).
+//
+// hamba's ReadBytes and ReadString are not used: they allocate for the
+// length the data claims before reading a byte of it (up to
+// Config.MaxByteSliceSize, 1 MiB by default, refusing any longer value),
+// and what they return is cut from a slab shared with the values read
+// after it, with room to grow: an append to one writes over the next.
+func (d *avroDecoder) length(what string) (int64, error) {
+	at := d.pos()
 	n, err := d.long(what)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	if n < 0 {
-		return nil, dataErr("", "%s at byte %d has a negative length, %d", what, at, n)
+		return 0, dataErr("", "%s at byte %d has a negative length, %d", what, at, n)
 	}
-	return d.take64(n, what)
+	if n > d.left() {
+		return 0, d.truncated(what)
+	}
+	return n, nil
 }
 
-// take reads n bytes; the result shares b.
-func (d *avroDecoder) take(n int, what string) ([]byte, error) {
-	return d.take64(int64(n), what)
-}
-
-// take64 is take for a length read from the data.
-func (d *avroDecoder) take64(n int64, what string) ([]byte, error) {
-	if n < 0 || n > int64(len(d.b)-d.off) {
+// content reads the n bytes of a bytes value or a fixed as its value in
+// the tree: a decimal's json.Number, or the bytes, in a slice of their
+// own that shares memory with nothing.
+func (d *avroDecoder) content(ls avro.LogicalSchema, n int64, what string) (any, error) {
+	if dec, ok := ls.(*avro.DecimalLogicalSchema); ok {
+		raw, err := d.scratchBytes(n, what)
+		if err != nil {
+			return nil, err
+		}
+		return json.Number(avroDecimalText(raw, dec.Scale())), nil
+	}
+	if n > d.left() {
 		return nil, d.truncated(what)
 	}
-	raw := d.b[d.off : d.off+int(n)]
-	d.off += int(n)
+	raw := make([]byte, n)
+	d.fixed(int(n))
+	d.r.Read(raw)
+	if d.fixed(0); d.r.Error != nil {
+		return nil, d.truncated(what)
+	}
 	return raw, nil
+}
+
+// scratchBytes reads n bytes into the decoder's scratch buffer, for what
+// is converted at once (a string, a decimal); the result is overwritten
+// by the next call.
+func (d *avroDecoder) scratchBytes(n int64, what string) ([]byte, error) {
+	if n > d.left() {
+		return nil, d.truncated(what)
+	}
+	d.scratch = slices.Grow(d.scratch[:0], int(n))[:n]
+	d.fixed(int(n))
+	d.r.Read(d.scratch)
+	if d.fixed(0); d.r.Error != nil {
+		return nil, d.truncated(what)
+	}
+	return d.scratch, nil
+}
+
+// skipBytes reads past n bytes.
+func (d *avroDecoder) skipBytes(n int64, what string) error {
+	if n > d.left() {
+		return d.truncated(what)
+	}
+	d.fixed(int(n))
+	d.r.SkipNBytes(int(n))
+	if d.fixed(0); d.r.Error != nil {
+		return d.truncated(what)
+	}
+	return nil
+}
+
+// avroEOF reports whether the Reader's error is the end of the data:
+// io.EOF where a value would start, io.ErrUnexpectedEOF in its middle,
+// either wrapped ("reading long: EOF").
+func avroEOF(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // avroWhat names a value of a primitive type in messages (without
@@ -777,11 +975,12 @@ func avroMismatch(r, w avro.Schema) error {
 }
 
 // avroEmpty reports whether a value of s can take no bytes at all (null,
-// a record of such values, a fixed of size 0). depth bounds the walk of a
-// recursive record.
+// a record of such values, a fixed of size 0): when it does not, every
+// value of s takes at least a byte. depth bounds the walk of records in
+// records; past it, s counts as one that can take no bytes.
 func avroEmpty(s avro.Schema, depth int) bool {
 	if depth > 32 {
-		return false
+		return true
 	}
 	switch t := avroDeref(s).(type) {
 	case *avro.NullSchema:
@@ -1038,17 +1237,37 @@ func encodeAvro(s avro.Schema, v any) ([]byte, error) {
 	if r, ok := s.(*avroResolved); ok {
 		s = r.reader
 	}
-	e := avroEncoder{buf: make([]byte, 0, 256)}
+	e := avroEncoder{w: avroWriter()}
+	defer e.release()
 	if err := e.write(s, v); err != nil {
 		return nil, err
 	}
-	return e.buf, nil
+	return slices.Clone(e.w.Buffer()), nil
 }
 
-// avroEncoder appends a value's encoding to buf.
+// avroWriter is an empty Writer from avroWriters.
+func avroWriter() *avro.Writer {
+	w := avroWriters.Get().(*avro.Writer)
+	w.Reset(nil)
+	return w
+}
+
+// release returns the encoder's Writers to avroWriters.
+func (e *avroEncoder) release() {
+	for _, w := range []*avro.Writer{e.w, e.scratch} {
+		if w != nil && cap(w.Buffer()) <= avroMaxKept {
+			avroWriters.Put(w)
+		}
+	}
+}
+
+// avroEncoder writes a value with hamba's avro.Writer, which writes the
+// parts of Avro's encoding (varints, floats, bytes, block headers); the
+// encoder walks the schema and converts the value tree's values.
 type avroEncoder struct {
-	buf   []byte
-	depth int // records open
+	w       *avro.Writer
+	scratch *avro.Writer // a union's tries of its branches (see try)
+	depth   int          // records open
 }
 
 // write appends v as s.
@@ -1069,14 +1288,14 @@ func (e *avroEncoder) write(s avro.Schema, v any) error {
 			return avroWant(t, v)
 		}
 		if len(a) > 0 {
-			e.long(int64(len(a)))
+			e.w.WriteBlockHeader(int64(len(a)), 0) // no size: a positive count
 			for i, x := range a {
 				if err := e.write(t.Items(), x); err != nil {
 					return under(elem(i), err)
 				}
 			}
 		}
-		e.long(0)
+		e.w.WriteBlockHeader(0, 0)
 		return nil
 	case *avro.MapSchema:
 		m, ok := v.(map[string]any)
@@ -1084,20 +1303,20 @@ func (e *avroEncoder) write(s avro.Schema, v any) error {
 			return avroWant(t, v)
 		}
 		if len(m) > 0 {
-			e.long(int64(len(m)))
+			e.w.WriteBlockHeader(int64(len(m)), 0)
 			keys := make([]string, 0, len(m))
 			for k := range m {
 				keys = append(keys, k)
 			}
 			slices.Sort(keys)
 			for _, k := range keys {
-				e.str(k)
+				e.w.WriteString(k)
 				if err := e.write(t.Values(), m[k]); err != nil {
 					return under(k, err)
 				}
 			}
 		}
-		e.long(0)
+		e.w.WriteBlockHeader(0, 0)
 		return nil
 	}
 	_, err := e.scalar(s, v)
@@ -1110,9 +1329,9 @@ const (
 	avroConverted = 2 // a value the branch converts without loss
 )
 
-// scalar appends v as a schema that is not a record, array, map or union,
+// scalar writes v as a schema that is not a record, array, map or union,
 // and returns how naturally the schema took it (avroNatural or
-// avroConverted). On an error, buf may hold part of the value.
+// avroConverted). On an error, nothing is written.
 func (e *avroEncoder) scalar(s avro.Schema, v any) (int, error) {
 	switch t := avroDeref(s).(type) {
 	case *avro.NullSchema:
@@ -1129,7 +1348,7 @@ func (e *avroEncoder) scalar(s avro.Schema, v any) (int, error) {
 		if i < 0 {
 			return 0, dataErr("", "%q is not a symbol of enum %s (%s)", str, t.FullName(), strings.Join(t.Symbols(), ", "))
 		}
-		e.long(int64(i))
+		e.w.WriteLong(int64(i))
 		return avroNatural, nil
 	case *avro.FixedSchema:
 		if dec, ok := t.Logical().(*avro.DecimalLogicalSchema); ok {
@@ -1142,7 +1361,7 @@ func (e *avroEncoder) scalar(s avro.Schema, v any) (int, error) {
 		if len(raw) != t.Size() {
 			return 0, dataErr("", "fixed %s takes %d bytes, got %d", t.FullName(), t.Size(), len(raw))
 		}
-		e.buf = append(e.buf, raw...)
+		e.raw(raw)
 		return rank, nil
 	case *avro.PrimitiveSchema:
 		return e.primitive(t, v)
@@ -1150,7 +1369,8 @@ func (e *avroEncoder) scalar(s avro.Schema, v any) (int, error) {
 	return 0, dataErr("", "avro schema type %s is not supported", s.Type())
 }
 
-// primitive appends v as a primitive type, with its logical type.
+// primitive writes v as a primitive type, with its logical type. An int
+// is written as a long is: Avro encodes the two alike.
 func (e *avroEncoder) primitive(s *avro.PrimitiveSchema, v any) (int, error) {
 	var lt avro.LogicalType
 	if ls := s.Logical(); ls != nil {
@@ -1167,11 +1387,7 @@ func (e *avroEncoder) primitive(s *avro.PrimitiveSchema, v any) (int, error) {
 		if !ok {
 			return 0, avroWant(s, v)
 		}
-		if b {
-			e.buf = append(e.buf, 1)
-		} else {
-			e.buf = append(e.buf, 0)
-		}
+		e.w.WriteBool(b)
 		return avroNatural, nil
 	case avro.Int, avro.Long:
 		switch lt {
@@ -1180,7 +1396,7 @@ func (e *avroEncoder) primitive(s *avro.PrimitiveSchema, v any) (int, error) {
 			if err != nil {
 				return 0, err
 			}
-			e.long(days)
+			e.w.WriteLong(days)
 			return rank, nil
 		case avro.TimeMillis, avro.TimeMicros:
 			d, rank, err := avroToTimeOfDay(s, v)
@@ -1188,9 +1404,9 @@ func (e *avroEncoder) primitive(s *avro.PrimitiveSchema, v any) (int, error) {
 				return 0, err
 			}
 			if lt == avro.TimeMillis {
-				e.long(int64(d / time.Millisecond))
+				e.w.WriteLong(int64(d / time.Millisecond))
 			} else {
-				e.long(int64(d / time.Microsecond))
+				e.w.WriteLong(int64(d / time.Microsecond))
 			}
 			return rank, nil
 		case avro.TimestampMillis, avro.TimestampMicros, avro.LocalTimestampMillis, avro.LocalTimestampMicros:
@@ -1203,12 +1419,12 @@ func (e *avroEncoder) primitive(s *avro.PrimitiveSchema, v any) (int, error) {
 				if sec >= math.MaxInt64/1000 || sec <= math.MinInt64/1000 {
 					return 0, dataErr("", "%s is out of range for %s", ts.Format(time.RFC3339Nano), lt)
 				}
-				e.long(ts.UnixMilli())
+				e.w.WriteLong(ts.UnixMilli())
 			} else {
 				if sec >= math.MaxInt64/1000000 || sec <= math.MinInt64/1000000 {
 					return 0, dataErr("", "%s is out of range for %s", ts.Format(time.RFC3339Nano), lt)
 				}
-				e.long(ts.UnixMicro())
+				e.w.WriteLong(ts.UnixMicro())
 			}
 			return rank, nil
 		}
@@ -1216,7 +1432,7 @@ func (e *avroEncoder) primitive(s *avro.PrimitiveSchema, v any) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		e.long(i)
+		e.w.WriteLong(i)
 		return rank, nil
 	case avro.Float, avro.Double:
 		f, rank, err := avroToFloat(s, v)
@@ -1224,9 +1440,9 @@ func (e *avroEncoder) primitive(s *avro.PrimitiveSchema, v any) (int, error) {
 			return 0, err
 		}
 		if s.Type() == avro.Float {
-			e.buf = binary.LittleEndian.AppendUint32(e.buf, math.Float32bits(float32(f)))
+			e.w.WriteFloat(float32(f))
 		} else {
-			e.buf = binary.LittleEndian.AppendUint64(e.buf, math.Float64bits(f))
+			e.w.WriteDouble(f)
 		}
 		return rank, nil
 	case avro.String:
@@ -1237,7 +1453,7 @@ func (e *avroEncoder) primitive(s *avro.PrimitiveSchema, v any) (int, error) {
 		if lt == avro.UUID && !avroIsUUID(str) {
 			return 0, dataErr("", "%s is not a uuid", avroQuote(str))
 		}
-		e.str(str)
+		e.w.WriteString(str)
 		return avroNatural, nil
 	case avro.Bytes:
 		if dec, ok := s.Logical().(*avro.DecimalLogicalSchema); ok {
@@ -1247,15 +1463,14 @@ func (e *avroEncoder) primitive(s *avro.PrimitiveSchema, v any) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		e.long(int64(len(raw)))
-		e.buf = append(e.buf, raw...)
+		e.w.WriteBytes(raw)
 		return rank, nil
 	}
 	return 0, dataErr("", "avro type %s is not supported", s.Type())
 }
 
-// decimal appends v as a decimal: its unscaled value in two's complement,
-// in size bytes for a fixed, else in the fewest bytes after a length.
+// decimal writes v as a decimal: its unscaled value in two's complement,
+// in size bytes for a fixed, else as bytes in the fewest bytes.
 func (e *avroEncoder) decimal(s avro.Schema, dec *avro.DecimalLogicalSchema, size int, v any) (int, error) {
 	text, rank, ok := avroDecimalInput(v)
 	if !ok {
@@ -1279,23 +1494,23 @@ func (e *avroEncoder) decimal(s avro.Schema, dec *avro.DecimalLogicalSchema, siz
 	}
 	switch {
 	case size == 0:
-		e.long(int64(len(raw)))
+		e.w.WriteBytes(raw)
 	case len(raw) > size: // not for a precision hamba accepted for the size
 		return 0, dataErr("", "%s does not fit the %d bytes of fixed %s", text, size, s.(avro.NamedSchema).FullName())
 	default:
-		pad := byte(0)
+		pad := [1]byte{0}
 		if negative {
-			pad = 0xff
+			pad[0] = 0xff
 		}
 		for range size - len(raw) {
-			e.buf = append(e.buf, pad)
+			e.raw(pad[:])
 		}
+		e.raw(raw)
 	}
-	e.buf = append(e.buf, raw...)
 	return rank, nil
 }
 
-// record appends a record's fields in order from a map.
+// record writes a record's fields in order from a map.
 func (e *avroEncoder) record(s *avro.RecordSchema, v any) error {
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -1335,12 +1550,12 @@ func (e *avroEncoder) record(s *avro.RecordSchema, v any) error {
 	return nil
 }
 
-// fieldDefault appends the default of a field the value does not have. A
+// fieldDefault writes the default of a field the value does not have. A
 // union's default is its first branch's value, written as that branch.
 func (e *avroEncoder) fieldDefault(f *avro.Field) error {
 	s := avroDeref(f.Type())
 	if u, ok := s.(*avro.UnionSchema); ok {
-		e.long(0)
+		e.w.WriteLong(0)
 		s = avroDeref(u.Types()[0])
 	}
 	v, err := avroDefault(s, f.Default())
@@ -1350,13 +1565,13 @@ func (e *avroEncoder) fieldDefault(f *avro.Field) error {
 	return e.write(s, v)
 }
 
-// union appends the index of the branch v takes (see encodeAvro), then v.
+// union writes the index of the branch v takes (see encodeAvro), then v.
 func (e *avroEncoder) union(u *avro.UnionSchema, v any) error {
 	types := u.Types()
 	if v == nil {
 		for i, t := range types {
 			if t.Type() == avro.Null {
-				e.long(int64(i))
+				e.w.WriteLong(int64(i))
 				return nil
 			}
 		}
@@ -1369,10 +1584,9 @@ func (e *avroEncoder) union(u *avro.UnionSchema, v any) error {
 		}
 	}
 	if others == 1 {
-		e.long(int64(only))
+		e.w.WriteLong(int64(only))
 		return e.write(types[only], v)
 	}
-	mark := len(e.buf)
 	converted := -1
 	for i, t := range types {
 		t = avroDeref(t)
@@ -1381,7 +1595,7 @@ func (e *avroEncoder) union(u *avro.UnionSchema, v any) error {
 			continue
 		case *avro.RecordSchema, *avro.MapSchema, *avro.ArraySchema:
 			if avroTakes(t, v) {
-				e.long(int64(i))
+				e.w.WriteLong(int64(i))
 				return e.write(t, v)
 			}
 			continue
@@ -1389,22 +1603,37 @@ func (e *avroEncoder) union(u *avro.UnionSchema, v any) error {
 		if !avroMayTake(t, v) {
 			continue
 		}
-		e.long(int64(i))
-		rank, err := e.scalar(t, v)
+		rank, err := e.try(t, v)
 		if err == nil && rank == avroNatural {
+			e.w.WriteLong(int64(i))
+			e.raw(e.scratch.Buffer())
 			return nil
 		}
 		if err == nil && converted < 0 {
 			converted = i
 		}
-		e.buf = e.buf[:mark]
 	}
 	if converted >= 0 {
-		e.long(int64(converted))
+		e.w.WriteLong(int64(converted))
 		_, err := e.scalar(types[converted], v)
 		return err
 	}
 	return dataErr("", "no branch of union %s takes %s", avroName(u), avroDescribe(v))
+}
+
+// try writes v as the scalar s to the encoder's scratch Writer, where a
+// union tries its branches: the Writer has no way to take back what was
+// written to it.
+func (e *avroEncoder) try(s avro.Schema, v any) (int, error) {
+	if e.scratch == nil {
+		e.scratch = avroWriter()
+	}
+	e.scratch.Reset(nil)
+	w := e.w
+	e.w = e.scratch
+	rank, err := e.scalar(s, v)
+	e.w = w
+	return rank, err
 }
 
 // avroTakes reports whether a union's record, map or array branch takes
@@ -1479,20 +1708,9 @@ func avroMayTake(s avro.Schema, v any) bool {
 	return false
 }
 
-// long appends a zig-zag varint.
-func (e *avroEncoder) long(v int64) {
-	u := uint64(v<<1) ^ uint64(v>>63)
-	for u >= 0x80 {
-		e.buf = append(e.buf, byte(u)|0x80)
-		u >>= 7
-	}
-	e.buf = append(e.buf, byte(u))
-}
-
-// str appends a string's length and bytes.
-func (e *avroEncoder) str(s string) {
-	e.long(int64(len(s)))
-	e.buf = append(e.buf, s...)
+// raw writes bytes as they are: a fixed's, whose size the schema gives.
+func (e *avroEncoder) raw(b []byte) {
+	_, _ = e.w.Write(b) // appends to the Writer's buffer; never fails
 }
 
 // avroToInteger converts v for an int or a long without a time logical
