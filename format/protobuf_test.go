@@ -878,8 +878,16 @@ func TestEncodeProto(t *testing.T) {
 			name: "a nil field is left unset, whatever its type",
 			md:   order,
 			tree: map[string]any{"id": nil, "note": nil, "card": nil, "iban": nil, "paid": nil, "tags": nil, "prices": nil,
-				"w_int64": nil, "extra": nil, "created_at": nil, "channel": nil},
+				"w_int64": nil, "created_at": nil, "channel": nil},
 			json: `{}`,
+		},
+		{
+			// As it decodes, and as protojson reads null: an unset Value
+			// is no key in the tree.
+			name: "a nil google.protobuf.Value field holds null",
+			md:   order,
+			tree: map[string]any{"extra": nil},
+			json: `{"extra": null}`,
 		},
 		{
 			name: "map keys parse back to their types",
