@@ -12,6 +12,7 @@
 //	CHAOS_RECORDS=1000000 CHAOS_NEMESIS=20m go test -count=1 -timeout 3h -run '^TestChaosNemesis$' ./integration/chaos/   # make soak
 //	CHAOS_NODES=3 CHAOS_RECORDS=1000000 CHAOS_NEMESIS=20m go test -count=1 -timeout 3h -run '^TestChaosNemesis$' ./integration/chaos/   # make soak-cluster
 //	CHAOS_LONG=1 CHAOS_RECORDS=1000000 CHAOS_NEMESIS=20m go test -count=1 -timeout 3h -run '^TestChaosCrossClusterNemesis$' ./integration/chaos/   # make soak-cross
+//	go test -count=1 -run '^TestChaos(RegistryOutage|NemesisAvro)CI$' -v ./integration/chaos/   # the Avro scenarios' CI twins
 //
 // Environment:
 //
@@ -56,6 +57,22 @@
 // network fault can cut a relay off from one cluster while the other stays
 // in reach. The second node is parked while any other scenario runs.
 //
+// The Avro scenarios (opts.Avro: 18 and 19) also start a schema registry
+// of their own (integration/registrytest.Dedicated: Apicurio, a JVM, its
+// schemas in a database file that survives a kill -9), stopped when the
+// scenario ends, so that it can be killed without touching another test.
+// Their orders are Avro values framed in the Confluent wire format
+// (harness.AvroOrders), each in one of four writer schema versions
+// registered under the source's subject (each adds a field with a
+// default: four schema ids); the pipeline decodes them, drops the
+// cancelled ones (every 40th order), renames order_id to id, keys the
+// output by it, and writes it in Avro with a schema file kept beside the
+// pipeline (harness.AvroJobSchema) that the relays register themselves
+// (auto_register). The verifier then counts an order without output as
+// filtered, and finish requires exactly the cancelled ones to be, and
+// reads every output back with the job schema: each order's job once,
+// keyed by its id, with the fields its version wrote (checkAvroJobs).
+//
 // The scenarios that need it (needCluster: scenario 14, and 10 with
 // CHAOS_NODES=3) run on a local three-node KRaft cluster instead
 // (kafkatest.StartCluster: combined broker-and-controller nodes, topics
@@ -83,7 +100,7 @@
 //
 // With KAFKA_BOOTSTRAP_SERVERS set (an external cluster), the relays
 // connect to it directly; scenarios that need network faults (6, 10, 14,
-// 15, 16) or to kill the broker (4, 10, 11, 14, 15, 16) are skipped with the reason — not failed, even
+// 15, 16, 19) or to kill the broker (4, 10, 11, 14, 15, 16, 19) are skipped with the reason — not failed, even
 // with SHARERELAY_REQUIRE_BROKER=1, because the operator chose a cluster the
 // harness cannot proxy or restart. Without it, a broker that cannot start
 // skips the suite, or fails it with SHARERELAY_REQUIRE_BROKER=1 (as in CI).
@@ -308,6 +325,34 @@
 //     every CI run.
 //     (ZombieStalledCommit, a zombie frozen just before its commit, runs
 //     with scenario 5.)
+//  18. RegistryOutage — the Avro pipeline while its schema registry is
+//     down. A relay caches a schema id for good once it read it, so an
+//     outage only matters for ids it has not seen and for a relay that
+//     starts during it: a tenth of the orders is seeded in the first
+//     writer schema, a tenth more streams in while the registry is
+//     killed -9; while it is down, orders in versions no relay has read
+//     yet are seeded, and relays are stopped and restarted with empty
+//     caches (SIGKILL and SIGTERM in turn; the SIGTERM once the relay
+//     holds records, which it must obey within 45 s, exit 0); the
+//     registry stays down until every relay has said on /readyz "schema
+//     registry unavailable", and at least a given time; then it starts
+//     again on the same database, and the rest streams in, in every
+//     version. Nothing is wrong with the records: no dead letter at all,
+//     records held (sharerelay_records_held_total), no record released
+//     during an outage but by a relay stopped with SIGTERM (a stop
+//     releases what it holds; a kill lets the locks expire), none on its
+//     last delivery, and the verifier exact. RegistryOutageCI, in every
+//     CI run: 20,000 records, one outage of at least 25 s, two relay
+//     stops. RegistryOutage, only with CHAOS_LONG=1: CHAOS_RECORDS
+//     records (at least 100,000), two outages of at least 90 s with four
+//     relay stops each.
+//  19. NemesisAvro — scenario 10 on the Avro pipeline: relay SIGKILLs,
+//     SIGTERMs, SIGSTOPs and failpoints, network faults and EndTxn cuts,
+//     broker bounces, with the outputs read back in Avro at the end.
+//     NemesisAvroCI, in every CI run: 24,000 records and 40 s of faults
+//     (too short for a broker bounce, which the nemesis spaces 45 s
+//     apart). NemesisAvro, only with CHAOS_LONG=1: CHAOS_RECORDS records
+//     for CHAOS_NEMESIS.
 //
 // TestChaosVerifierCatchesDuplicates shows the verifier catches what it
 // claims: scenario 8's pipeline plus scenario 2's SIGKILLs (from 5% until

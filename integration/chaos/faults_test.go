@@ -286,11 +286,15 @@ func (s *scenario) bounce(e *env, hard bool, down time.Duration) error {
 }
 
 // healAll removes every toxic, restarts stopped proxies, resumes paused
-// relays and starts the broker if it is down; on the cluster, it starts
-// and resumes every node and waits until every partition is in sync.
+// relays, and starts the schema registry and the broker if they are down;
+// on the cluster, it starts and resumes every node and waits until every
+// partition is in sync.
 func (s *scenario) healAll() {
 	s.t.Helper()
 	s.healAllQuiet()
+	if s.registry != nil && !s.registry.Running() {
+		s.startRegistry()
+	}
 	if c := s.env.cluster; c != nil {
 		s.nodeMu.Lock()
 		defer s.nodeMu.Unlock()

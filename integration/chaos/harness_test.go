@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/sharerelay/sharerelay/audit"
 	"github.com/sharerelay/sharerelay/integration/harness"
+	"github.com/sharerelay/sharerelay/integration/registrytest"
 )
 
 // opts shapes a scenario's pipeline and run.
@@ -59,6 +59,22 @@ type opts struct {
 	// startAll on; finish then requires its final counters to equal the
 	// verifier's verdict (audit_test.go).
 	Audit bool
+	// Avro makes the pipeline the Avro one (avro_test.go): a schema
+	// registry of the scenario's own, orders in Avro in the writer
+	// schema versions of harness.AvroOrderSchemas, avroSteps (a filter,
+	// a rename and a key step on decoded fields, then the simulated
+	// work) instead of Transforms, which must be empty, and outputs in
+	// Avro (harness.AvroJobSchema, registered by the relays). finish
+	// then also reads every output back (checkAvroJobs).
+	Avro bool
+	// AvroVersion returns the index of order i's writer schema in
+	// harness.AvroOrderSchemas (harness.AvroOrders.Version); default i
+	// modulo the versions.
+	AvroVersion func(i int) int
+	// Filtered reports the orders the transforms drop (set by Avro: the
+	// cancelled ones). The verifier then counts a record without output
+	// as filtered, not lost, and finish requires exactly these to be.
+	Filtered func(i int) bool
 }
 
 // recordsDefault is CHAOS_RECORDS or 100,000.
@@ -90,6 +106,10 @@ type scenario struct {
 
 	// p is the pipeline: its topics, group, ledger and file.
 	p *harness.Pipeline
+	// registry is the scenario's schema registry and avro its orders'
+	// writer schemas in it, with opts.Avro; else nil.
+	registry *registrytest.Registry
+	avro     *harness.AvroOrders
 
 	// adm and admCl talk to env; srcAdm to src (adm itself when they
 	// are one cluster).
@@ -194,6 +214,12 @@ func newScenario(t *testing.T, n needs, o opts) *scenario {
 	if o.DeliveryLimit == 0 {
 		o.DeliveryLimit = 10
 	}
+	if o.Avro {
+		if o.Transforms != "" {
+			t.Fatal("chaos: the Avro pipeline has its own transforms (avroSteps); opts.Transforms must be empty")
+		}
+		o.Transforms, o.Filtered = avroSteps, avroCancelled
+	}
 	if o.Transforms == "" {
 		o.Transforms = "[]"
 	}
@@ -216,7 +242,7 @@ func newScenario(t *testing.T, n needs, o opts) *scenario {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s.p, err = harness.NewPipeline(ctx, harness.PipelineOptions{
+	popts := harness.PipelineOptions{
 		Name:  fmt.Sprintf("chaos-%s-%s-%d", strings.ToLower(s.name), runSalt, scenarioSeq.Add(1)),
 		Seeds: e.direct,
 		// Each relay process gets its slot's proxy and its own metrics
@@ -238,7 +264,15 @@ func newScenario(t *testing.T, n needs, o opts) *scenario {
 			"share.record.lock.duration.ms": strconv.Itoa(o.LockMs),
 			"share.delivery.count.limit":    strconv.Itoa(o.DeliveryLimit),
 		},
-	})
+	}
+	if o.Avro {
+		s.registry = registrytest.Dedicated(t, registrytest.Options{})
+		avroPipeline(&popts, s.registry.URL())
+	}
+	s.p, err = harness.NewPipeline(ctx, popts)
+	if err == nil && o.Avro {
+		s.avro, err = registerOrders(ctx, s.registry.URL(), s.p.Source, o.AvroVersion)
+	}
 	if err == nil && s.cross() {
 		err = moveSource(ctx, s.p, e.direct, src.direct, o.Partitions)
 	}
@@ -270,7 +304,7 @@ func newScenario(t *testing.T, n needs, o opts) *scenario {
 	t.Cleanup(s.admCl.Close)
 	s.res = &result{Scenario: s.name, Seed: s.seed, Records: o.Records, Relays: o.Relays, Workers: o.Workers,
 		Partitions: int(o.Partitions), Delivery: o.Delivery, Toxics: map[string]int{},
-		Nodes: max(1, len(e.nodes())), NodeFaults: map[string]int{}, NodeRoles: map[string]int{}, Clusters: 1}
+		Nodes: max(1, len(e.nodes())), NodeFaults: map[string]int{}, NodeRoles: map[string]int{}, Clusters: 1, Registry: o.Avro}
 	if s.cross() {
 		s.res.Clusters, s.res.SourceToxics = 2, map[string]int{}
 	}
@@ -308,9 +342,10 @@ func (s *scenario) between(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(s.rng.Int64N(int64(hi-lo)+1))
 }
 
-// orders are the scenario's source records: {"order_id": i, "run": <pipeline>}.
+// orders are the scenario's source records: {"order_id": i, "run": <pipeline>},
+// in JSON or, with opts.Avro, in Avro.
 func (s *scenario) orders() harness.Orders {
-	return harness.Orders{Topic: s.p.Source, Run: s.p.Name, Pad: s.o.Pad}
+	return harness.Orders{Topic: s.p.Source, Run: s.p.Name, Pad: s.o.Pad, Avro: s.avro}
 }
 
 // seedRange writes the orders i in [from, to] through the direct listener.
@@ -401,12 +436,10 @@ func (s *scenario) reseed(failed map[int]error) error {
 		break
 	}
 	missing := maps.Clone(failed)
+	orders := s.orders()
 	err := readTopic(ctx, s.src.direct, s.p.Source, func(r *kgo.Record) {
-		var v struct {
-			OrderID int `json:"order_id"`
-		}
-		if json.Unmarshal(r.Value, &v) == nil {
-			delete(missing, v.OrderID)
+		if i, err := orders.OrderID(r.Value); err == nil {
+			delete(missing, i)
 		}
 	})
 	if err != nil {
@@ -418,7 +451,6 @@ func (s *scenario) reseed(failed map[int]error) error {
 		return err
 	}
 	defer cl.Close()
-	orders := s.orders()
 	for _, i := range slices.Sorted(maps.Keys(missing)) {
 		if err := cl.ProduceSync(ctx, orders.Record(i)).FirstErr(); err != nil {
 			return fmt.Errorf("writing order %d again: %w", i, err)
@@ -758,6 +790,7 @@ func (s *scenario) verify() *audit.Report {
 		Outputs:         []string{s.p.Output},
 		DeadLetter:      s.p.DeadLetter,
 		Group:           s.p.Group,
+		AtMostOnce:      s.o.Filtered != nil,
 		Ledger:          ledger,
 	})
 	if err != nil {
@@ -825,6 +858,20 @@ func (s *scenario) finish(extra ...func(*audit.Report) []string) *audit.Report {
 	}
 	if rep.Total.DeadLettered != s.o.WantDLQ {
 		problems = append(problems, fmt.Sprintf("%d dead letters, want %d", rep.Total.DeadLettered, s.o.WantDLQ))
+	}
+	if f := s.o.Filtered; f != nil {
+		want := 0
+		for i := 1; i <= s.o.Records; i++ {
+			if f(i) {
+				want++
+			}
+		}
+		if rep.Total.Filtered != want {
+			problems = append(problems, fmt.Sprintf("%d source records without output (filtered), want %d", rep.Total.Filtered, want))
+		}
+	}
+	if s.o.Avro {
+		problems = append(problems, s.checkAvroJobs()...)
 	}
 	if rep.Total.Both != 0 {
 		problems = append(problems, fmt.Sprintf("%d source records both in the output and the dead letters", rep.Total.Both))

@@ -408,6 +408,8 @@ func (s *scenario) collectMetrics() {
 	res.InvariantBreaks = int(m["sharerelay_invariant_violations_total"])
 	res.ProducerResets = int(m["sharerelay_producer_resets_total"])
 	res.HeldHanging = int(m["sharerelay_hanging_transactions_total"])
+	res.RecordsHeld = int(m["sharerelay_records_held_total"])
+	res.RegistryRequests = int(m["sharerelay_schema_registry_requests_total"])
 	for k, v := range m {
 		if strings.HasPrefix(k, "sharerelay_lost_markers_total/") {
 			res.LostMarkers += int(v)

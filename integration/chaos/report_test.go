@@ -48,6 +48,16 @@ type result struct {
 	SourceBrokerKills int            `json:"source_broker_kill9,omitempty"`
 	SourceBrokerStops int            `json:"source_broker_clean_restarts,omitempty"`
 
+	// Registry is set when the scenario runs a schema registry of its
+	// own (opts.Avro); RegistryKills counts its kill -9s, RecordsHeld
+	// the records the relays held while it could not answer
+	// (sharerelay_records_held_total) and RegistryRequests what they
+	// asked it (sharerelay_schema_registry_requests_total).
+	Registry         bool `json:"registry,omitempty"`
+	RegistryKills    int  `json:"registry_kill9,omitempty"`
+	RecordsHeld      int  `json:"records_held,omitempty"`
+	RegistryRequests int  `json:"registry_requests,omitempty"`
+
 	NodeFaults    map[string]int `json:"node_faults,omitempty"`
 	NodeRoles     map[string]int `json:"node_fault_roles,omitempty"`
 	LeaderChanges int            `json:"leader_changes"`
@@ -199,11 +209,20 @@ func (r *result) nodesString() string {
 	return fmt.Sprintf(" nodes=%d node-faults=[%s] by-role=[%s] leader-changes=%d", r.Nodes, countsString(r.NodeFaults), countsString(r.NodeRoles), r.LeaderChanges)
 }
 
+// registryString is the schema registry's part of the line: its kills,
+// the records held and the requests; nothing without a registry.
+func (r *result) registryString() string {
+	if !r.Registry {
+		return ""
+	}
+	return fmt.Sprintf(" registry=[kill9 %d, held %d, requests %d]", r.RegistryKills, r.RecordsHeld, r.RegistryRequests)
+}
+
 // line is the one-line summary logged per scenario.
 func (r *result) line() string {
-	return fmt.Sprintf("CHAOS %s seed=%d %s records=%d relays=%dx%d%s | kills=%d failpoint-kills=%d sigterms=%d sigstops=%d network=[%s] broker-kill9=%s broker-restarts=%s%s (share-stalls %d) hanging-txns=%d (held %d, continued %d) orphaned-claims=%d (settled %d committed, %d aborted; unsettled %d) relay-exits=%d processes=%d | polled=%d redeliveries=%d txn committed=%d aborted=%d unknown=%d ambiguous=%d(committed %d) producer-resets=%d ack-errors=%d claim-conflicts=%d already-committed=%d | output=%d dead-letters=%d aborted-records=%d reader=%d (dups %d)%s | %s | %s",
+	return fmt.Sprintf("CHAOS %s seed=%d %s records=%d relays=%dx%d%s | kills=%d failpoint-kills=%d sigterms=%d sigstops=%d network=[%s] broker-kill9=%s broker-restarts=%s%s%s (share-stalls %d) hanging-txns=%d (held %d, continued %d) orphaned-claims=%d (settled %d committed, %d aborted; unsettled %d) relay-exits=%d processes=%d | polled=%d redeliveries=%d txn committed=%d aborted=%d unknown=%d ambiguous=%d(committed %d) producer-resets=%d ack-errors=%d claim-conflicts=%d already-committed=%d | output=%d dead-letters=%d aborted-records=%d reader=%d (dups %d)%s | %s | %s",
 		r.Scenario, r.Seed, r.Delivery, r.Records, r.Relays, r.Workers, r.clustersString(),
-		r.Kills, r.FailpointKills, r.Terms, r.Pauses, r.toxicsString(), r.perCluster(r.SourceBrokerKills, r.BrokerKills), r.perCluster(r.SourceBrokerStops, r.BrokerStops), r.nodesString(), r.ShareStalls, r.HangingTxns, r.HeldHanging, r.LostMarkers,
+		r.Kills, r.FailpointKills, r.Terms, r.Pauses, r.toxicsString(), r.perCluster(r.SourceBrokerKills, r.BrokerKills), r.perCluster(r.SourceBrokerStops, r.BrokerStops), r.nodesString(), r.registryString(), r.ShareStalls, r.HangingTxns, r.HeldHanging, r.LostMarkers,
 		r.OrphanedClaims, r.SettledCommitted, r.SettledAborted, r.UnsettledClaims, r.RelayExits, r.Incarnations,
 		r.Polled, r.Redeliveries, r.Committed, r.Aborted, r.Unknown, r.Ambiguous, r.AmbiguousCommitted, r.ProducerResets, r.AckErrors, r.ClaimConflicts, r.AlreadyCommitted,
 		r.Output, r.DeadLettered, r.AbortedRecords, r.ReaderRecords, r.ReaderDuplicates, r.Audit, r.Elapsed, r.Verdict)

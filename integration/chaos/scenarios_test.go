@@ -418,16 +418,19 @@ func TestChaosNemesis(t *testing.T) {
 	if clusterNodes(t) > 1 {
 		n |= needCluster
 	}
-	nemesis(t, n, 0, nemesisDuration())
+	nemesis(t, n, nemesisDuration(), opts{})
 }
 
-// nemesis runs scenario 10 with records (0: CHAOS_RECORDS) for dur; with
-// needCross across two clusters (scenarios 15 and 16), where the network
-// faults go toward one cluster at a time and the brokers have a nemesis of
-// their own (crossBrokerNemesis).
-func nemesis(t *testing.T, n needs, records int, dur time.Duration) {
+// nemesis runs scenario 10 for dur on the pipeline o shapes: o.Records
+// records (0: CHAOS_RECORDS), three workers a relay unless o says, the
+// simulated work as the transforms unless o names others (or is the Avro
+// pipeline, scenario 19), the nemesis's failpoints and the live auditor.
+// With needCross it runs across two clusters (scenarios 15 and 16), where
+// the network faults go toward one cluster at a time and the brokers have
+// a nemesis of their own (crossBrokerNemesis).
+func nemesis(t *testing.T, n needs, dur time.Duration, o opts) {
 	var s *scenario
-	env := func(_, inc int) []string {
+	o.Env = func(_, inc int) []string {
 		if inc == 1 || s.intn(3) != 0 {
 			return widen
 		}
@@ -440,8 +443,15 @@ func nemesis(t *testing.T, n needs, records int, dur time.Duration) {
 		}
 		return []string{fp(specs[s.intn(len(specs))])}
 	}
-	s = newScenario(t, n, opts{Records: records, Workers: 3, Transforms: work, Env: env, Audit: true})
-	records = s.o.Records
+	if o.Workers == 0 {
+		o.Workers = 3
+	}
+	if o.Transforms == "" && !o.Avro {
+		o.Transforms = work
+	}
+	o.Audit = true
+	s = newScenario(t, n, o)
+	records := s.o.Records
 	s.seedRange(1, records/10)
 	s.startAll()
 	s.startJanitor()
@@ -873,7 +883,7 @@ const envLong = "CHAOS_LONG"
 // every CI run: 24,000 records and 40 s of faults, among them a kill -9 of
 // each cluster's broker.
 func TestChaosCrossClusterCI(t *testing.T) {
-	nemesis(t, needProxy|needBroker|needCross, crossCIRecords, crossCIFaults)
+	nemesis(t, needProxy|needBroker|needCross, crossCIFaults, opts{Records: crossCIRecords})
 }
 
 // 16. TestChaosCrossClusterNemesis is scenario 10 across two clusters
@@ -886,7 +896,7 @@ func TestChaosCrossClusterCI(t *testing.T) {
 // soak-cross): CI runs TestChaosCrossClusterCI.
 func TestChaosCrossClusterNemesis(t *testing.T) {
 	longOnly(t, "TestChaosCrossClusterCI")
-	nemesis(t, needProxy|needBroker|needCross, max(100_000, recordsDefault()), nemesisDuration())
+	nemesis(t, needProxy|needBroker|needCross, nemesisDuration(), opts{Records: max(100_000, recordsDefault())})
 }
 
 // longOnly skips t unless CHAOS_LONG=1 asks for the scenarios too long
@@ -942,5 +952,5 @@ const (
 // faults, among them the node nemesis. make soak-cluster runs scenario 10
 // on the cluster for a million records and 20 minutes.
 func TestChaosClusterNemesis(t *testing.T) {
-	nemesis(t, needProxy|needBroker|needCluster, clusterNemesisRecords, clusterNemesisFaults)
+	nemesis(t, needProxy|needBroker|needCluster, clusterNemesisFaults, opts{Records: clusterNemesisRecords})
 }

@@ -121,6 +121,19 @@ func TestReportLineClusters(t *testing.T) {
 	}
 }
 
+// A scenario with a schema registry of its own says what became of it
+// (kills, records held, requests); the others keep their line as it was.
+func TestReportLineRegistry(t *testing.T) {
+	without := &result{Scenario: "Nemesis", Nodes: 1, Toxics: map[string]int{}}
+	if l := without.line(); strings.Contains(l, "registry=") {
+		t.Errorf("line without a registry: %s", l)
+	}
+	with := &result{Scenario: "RegistryOutageCI", Nodes: 1, Toxics: map[string]int{}, Registry: true, RegistryKills: 1, RecordsHeld: 4321, RegistryRequests: 57}
+	if l := with.line(); !strings.Contains(l, "broker-restarts=0 registry=[kill9 1, held 4321, requests 57] (share-stalls 0)") {
+		t.Errorf("line with a registry: %s", l)
+	}
+}
+
 // The pipeline file of a cross-cluster scenario loads as two clusters:
 // the top-level brokers the sink, source.cluster the source, each from its
 // own variable.

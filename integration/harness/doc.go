@@ -1,6 +1,7 @@
 // Package harness holds what every real-broker test of sharerelay does
 // around the relay: build the relay binary, write a pipeline file, create
-// the pipeline's topics, seed orders, run relay processes, and wait until
+// the pipeline's topics, seed orders (JSON, or Avro under a schema
+// registry: AvroOrders), run relay processes, and wait until
 // no transaction is left open. integration/ and integration/chaos/ both
 // build on it, so a helper exists once and cannot drift between the two
 // suites; a new scenario is the few lines that make it different.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"sync"
@@ -25,12 +26,25 @@ type Orders struct {
 	Run string
 	// Pad, when set, returns how many bytes of padding order i carries
 	// in a "pad" field: hex of random bytes, which does not compress.
+	// JSON orders only.
 	Pad func(i int) int
+	// Avro, when set, writes the values in Avro under a schema registry
+	// instead of JSON: AvroOrder's fields, "run" always (empty without
+	// Run), framed with the id of the writer schema of each order's
+	// version. Pad must be nil then.
+	Avro *AvroOrders
 }
 
 // Record returns order i.
 func (o Orders) Record(i int) *kgo.Record {
 	r := &kgo.Record{Topic: o.Topic, Key: strconv.AppendInt(nil, int64(i), 10)}
+	if o.Avro != nil {
+		if o.Pad != nil {
+			panic("harness: Orders.Pad is for JSON orders; Avro orders carry no padding")
+		}
+		r.Value = o.Avro.value(i, o.Run)
+		return r
+	}
 	if o.Run == "" {
 		r.Value = fmt.Appendf(nil, `{"order_id":%d`, i)
 	} else {
@@ -45,6 +59,24 @@ func (o Orders) Record(i int) *kgo.Record {
 	}
 	r.Value = append(r.Value, '}')
 	return r
+}
+
+// OrderID returns the order id of one of these orders' values: JSON, or
+// Avro with one of the writer schemas of o.Avro.
+func (o Orders) OrderID(value []byte) (int, error) {
+	if o.Avro != nil {
+		return o.Avro.orderID(value)
+	}
+	var v struct {
+		OrderID *int `json:"order_id"`
+	}
+	if err := json.Unmarshal(value, &v); err != nil {
+		return 0, err
+	}
+	if v.OrderID == nil {
+		return 0, fmt.Errorf("no order_id in %.100q", value)
+	}
+	return *v.OrderID, nil
 }
 
 // Seed writes the orders from..to (both included) to the cluster of seeds

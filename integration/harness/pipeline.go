@@ -124,6 +124,21 @@ type PipelineOptions struct {
 	// harness's own clients keep using Seeds; with SourceSeeds, the sink
 	// cluster's. Default none.
 	Security string
+
+	// Registry is the schema registry's URL, schema_registry.urls
+	// (default none: no schema_registry section), which the registry
+	// formats below need.
+	Registry string
+	// SourceValueFormat is source.value_format and OutputValueFormat
+	// output.value_format, e.g. "avro" (default: the relay's, json and
+	// the source's).
+	SourceValueFormat, OutputValueFormat string
+	// OutputValueSchema is output.value_schema as a YAML flow mapping,
+	// e.g. "{file: job.avsc, auto_register: true}" (default none).
+	OutputValueSchema string
+	// Files are written into Dir beside the pipeline file, by name, with
+	// their content: the schema files the file names (default none).
+	Files map[string]string
 }
 
 // Pipeline is a test pipeline NewPipeline made: the names of its topics and
@@ -186,6 +201,11 @@ func NewPipeline(ctx context.Context, o PipelineOptions) (*Pipeline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %s: %w", p.Name, err)
 	}
+	for _, name := range slices.Sorted(maps.Keys(o.Files)) {
+		if err := os.WriteFile(filepath.Join(o.Dir, name), []byte(o.Files[name]), 0o644); err != nil {
+			return nil, fmt.Errorf("pipeline %s: %w", p.Name, err)
+		}
+	}
 	if err := os.WriteFile(p.Path, p.yaml(o), 0o644); err != nil {
 		return nil, fmt.Errorf("pipeline %s: %w", p.Name, err)
 	}
@@ -206,6 +226,11 @@ func (o PipelineOptions) withDefaults() (PipelineOptions, error) {
 	}
 	if len(missing) > 0 {
 		return o, errors.New("pipeline options: no " + strings.Join(missing, ", no "))
+	}
+	for name := range o.Files {
+		if name == "" || filepath.Base(name) != name || name == "pipeline.yaml" {
+			return o, fmt.Errorf("pipeline options: Files: %q is not a file name of its own in Dir", name)
+		}
 	}
 	if len(o.SourceSeeds) == 0 && (len(o.SourceBrokers) > 0 || o.SourceSecurity != "") {
 		return o, errors.New("pipeline options: SourceBrokers or SourceSecurity without SourceSeeds, the source cluster they belong to")
@@ -281,6 +306,20 @@ func (p *Pipeline) yaml(o PipelineOptions) []byte {
 			}
 		}
 	}
+	var source, output strings.Builder // format lines, when set
+	if o.SourceValueFormat != "" {
+		source.WriteString("\n  value_format: " + o.SourceValueFormat)
+	}
+	if o.OutputValueFormat != "" {
+		output.WriteString("\n  value_format: " + o.OutputValueFormat)
+	}
+	if o.OutputValueSchema != "" {
+		output.WriteString("\n  value_schema: " + o.OutputValueSchema)
+	}
+	registry := ""
+	if o.Registry != "" {
+		registry = fmt.Sprintf("schema_registry:\n  urls: [%q]\n", o.Registry)
+	}
 	client := ""
 	if o.FetchMaxBytes != 0 {
 		client = fmt.Sprintf("client:\n  consumer:\n    fetch_max_bytes: %d\n", o.FetchMaxBytes)
@@ -293,10 +332,10 @@ source:
   topics: [%s]
   group: %s
   manage_group_config: %v
-  group_configs:%s
+  group_configs:%s%s
 output:
   topic: %s
-  transaction_timeout: %s
+  transaction_timeout: %s%s
 dead_letter:
   topic: %s
   max_attempts: %d
@@ -307,8 +346,8 @@ batch:%s%s
 transforms: %s
 metrics:
   listen: %q
-%s%s`, p.Name, brokers, o.Delivery, o.Workers, p.Source, p.Group, !o.LeaveGroupConfig, gc.String(),
-		p.Output, o.TxnTimeout, p.DeadLetter, o.MaxAttempts, o.DeadLetterAck, maxRecords, batch, o.PollTimeout, o.RenewLocks, o.Transforms, o.MetricsListen, client, o.Security)
+%s%s%s`, p.Name, brokers, o.Delivery, o.Workers, p.Source, p.Group, !o.LeaveGroupConfig, gc.String(), source.String(),
+		p.Output, o.TxnTimeout, output.String(), p.DeadLetter, o.MaxAttempts, o.DeadLetterAck, maxRecords, batch, o.PollTimeout, o.RenewLocks, o.Transforms, o.MetricsListen, client, o.Security, registry)
 }
 
 // quoted renders brokers as the items of a YAML flow list, each quoted.
