@@ -38,7 +38,7 @@ type compiled struct {
 // compiled returns schema id compiled, with what it references fetched.
 // Kept for good: an id is one schema for ever.
 func (r *Registry) compiled(ctx context.Context, id int) (*compiled, error) {
-	return cached(ctx, r, r.comp, id, 0, func(ctx context.Context) (*compiled, error) {
+	return cached(ctx, r, r.comp, id, 0, false, func(ctx context.Context) (*compiled, error) {
 		s, err := r.SchemaByID(ctx, id)
 		if err != nil {
 			return nil, err

@@ -63,7 +63,22 @@ type Registry struct {
 	requests atomic.Int64
 	// onRequest, when set (CountRequests), is called for each request.
 	onRequest func()
+
+	// downUntil and downErr: a request failed as an outage (ErrUnavailable)
+	// at most failFast ago; requests until downUntil fail at once with
+	// downErr rather than each waiting for the registry's timeout.
+	downUntil time.Time
+	downErr   error
+	failFast  time.Duration
 }
+
+// failFast is how long, after a request the registry did not answer,
+// further requests fail at once with its error: so that a batch's
+// records learn of an outage from one request's timeout rather than each
+// from its own (a registry that accepts connections and never answers
+// would otherwise hold each record a timeout), and a relay holding
+// records does not flood a registry coming back.
+const failFast = time.Second
 
 type subjectVersion struct {
 	subject string
@@ -108,7 +123,7 @@ func newRegistry(st store, latestTTL time.Duration) *Registry {
 		store: st, latestTTL: latestTTL, now: time.Now,
 		byID: map[int]*call[sr.Schema]{}, byVer: map[subjectVersion]*call[sr.SubjectSchema]{},
 		latest: map[string]*call[sr.SubjectSchema]{}, lookups: map[string]*call[sr.SubjectSchema]{},
-		comp: map[int]*call[*compiled]{},
+		comp: map[int]*call[*compiled]{}, failFast: failFast,
 	}
 }
 
@@ -131,7 +146,7 @@ func (r *Registry) request() {
 // SchemaByID returns the schema of id: ErrUnknownSchema when the registry
 // has none, ErrUnavailable when it cannot answer.
 func (r *Registry) SchemaByID(ctx context.Context, id int) (sr.Schema, error) {
-	return cached(ctx, r, r.byID, id, 0, func(ctx context.Context) (sr.Schema, error) {
+	return cached(ctx, r, r.byID, id, 0, true, func(ctx context.Context) (sr.Schema, error) {
 		s, err := r.store.schemaByID(ctx, id)
 		if err != nil {
 			return s, fmt.Errorf("schema id %d: %w", id, err)
@@ -155,15 +170,15 @@ func (r *Registry) SchemaByVersion(ctx context.Context, subject string, version 
 		return s, nil
 	}
 	if version == latestVersion {
-		return cached(ctx, r, r.latest, subject, r.latestTTL, get)
+		return cached(ctx, r, r.latest, subject, r.latestTTL, true, get)
 	}
-	return cached(ctx, r, r.byVer, subjectVersion{subject, version}, 0, get)
+	return cached(ctx, r, r.byVer, subjectVersion{subject, version}, 0, true, get)
 }
 
 // Lookup returns the id and version s has under subject (ErrNotFound
 // when it is not registered there).
 func (r *Registry) Lookup(ctx context.Context, subject string, s sr.Schema) (sr.SubjectSchema, error) {
-	return cached(ctx, r, r.lookups, subject+"\x00"+s.Schema, 0, func(ctx context.Context) (sr.SubjectSchema, error) {
+	return cached(ctx, r, r.lookups, subject+"\x00"+s.Schema, 0, true, func(ctx context.Context) (sr.SubjectSchema, error) {
 		ss, err := r.store.lookup(ctx, subject, s)
 		if err != nil {
 			return ss, fmt.Errorf("looking up the schema under subject %s: %w", subject, err)
@@ -175,7 +190,7 @@ func (r *Registry) Lookup(ctx context.Context, subject string, s sr.Schema) (sr.
 // Register registers s under subject, or finds it there, and returns its
 // id and version.
 func (r *Registry) Register(ctx context.Context, subject string, s sr.Schema) (sr.SubjectSchema, error) {
-	return cached(ctx, r, r.lookups, subject+"\x00"+s.Schema, 0, func(ctx context.Context) (sr.SubjectSchema, error) {
+	return cached(ctx, r, r.lookups, subject+"\x00"+s.Schema, 0, true, func(ctx context.Context) (sr.SubjectSchema, error) {
 		ss, err := r.store.register(ctx, subject, s)
 		if err != nil {
 			return ss, fmt.Errorf("registering the schema under subject %s: %w", subject, err)
@@ -200,8 +215,12 @@ func (r *Registry) Compatibility(ctx context.Context, subject string) (string, e
 }
 
 // cached returns m[k]'s answer: kept (for ttl, or for good when ttl is 0),
-// being asked by another caller (waited for), or asked now with get.
-func cached[K comparable, T any](ctx context.Context, r *Registry, m map[K]*call[T], k K, ttl time.Duration, get func(context.Context) (T, error)) (T, error) {
+// being asked by another caller (waited for), or asked now with get. A
+// caller whose ctx ends stops waiting; the request itself runs on to its
+// timeout for the others that wait for it. counted: get sends a request
+// (Requests counts it).
+func cached[K comparable, T any](ctx context.Context, r *Registry, m map[K]*call[T], k K, ttl time.Duration, counted bool, get func(context.Context) (T, error)) (T, error) {
+	var zero T
 	r.mu.Lock()
 	c, ok := m[k]
 	if ok {
@@ -214,23 +233,38 @@ func cached[K comparable, T any](ctx context.Context, r *Registry, m map[K]*call
 		}
 	}
 	if !ok {
+		if counted && r.now().Before(r.downUntil) {
+			err := r.downErr
+			r.mu.Unlock()
+			return zero, err
+		}
 		c = &call[T]{done: make(chan struct{})}
 		m[k] = c
 		r.mu.Unlock()
-		r.request()
+		if counted {
+			r.request()
+		}
 		// The request outlives a caller that gives up: the others
-		// waiting for it still want the answer.
-		c.val, c.err = get(context.WithoutCancel(ctx))
-		c.at = r.now()
-		close(c.done)
-		return c.val, c.err
+		// waiting for it still want the answer. It ends within the
+		// registry's timeout.
+		go func() {
+			v, err := get(context.WithoutCancel(ctx))
+			at := r.now()
+			if counted && errors.Is(err, ErrUnavailable) {
+				r.mu.Lock()
+				r.downUntil, r.downErr = at.Add(r.failFast), err
+				r.mu.Unlock()
+			}
+			c.val, c.err, c.at = v, err, at
+			close(c.done)
+		}()
+	} else {
+		r.mu.Unlock()
 	}
-	r.mu.Unlock()
 	select {
 	case <-c.done:
 		return c.val, c.err
 	case <-ctx.Done():
-		var zero T
 		return zero, ctx.Err()
 	}
 }

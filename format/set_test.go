@@ -66,9 +66,12 @@ func avroOrder(t *testing.T, id int, o order) []byte {
 
 func chain(t *testing.T, p *config.Pipeline) *transform.Chain {
 	t.Helper()
-	f, _, err := format.ForPipeline(p)
+	f, regs, err := format.ForPipeline(p)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, r := range regs {
+		format.SetFailFast(r, 0) // the tests switch the registry's failures at once
 	}
 	c, err := p.ChainWith(f)
 	if err != nil {
