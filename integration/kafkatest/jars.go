@@ -187,3 +187,14 @@ func javaPath() (string, error) {
 	}
 	return p, nil
 }
+
+// Jars returns the directory holding the jars of the Kafka release
+// KafkaVersion names, fetching them with mvn the first time (as the
+// local broker does): for tests that run Kafka's own Java code beside
+// the relay, such as its producer's partitioner. ErrToolMissing when mvn
+// is needed and missing.
+func Jars(ctx context.Context) (string, error) { return ensureJars(ctx) }
+
+// Java returns the java command that runs the local broker:
+// $JAVA_HOME/bin/java, else java from PATH (ErrToolMissing when none).
+func Java() (string, error) { return javaPath() }
