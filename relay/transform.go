@@ -89,44 +89,50 @@ func (w *worker) holdForTransform(ctx context.Context, attempt int, t *transform
 // the batch's order whatever order the transforms finish in. It returns
 // the records held.
 func (w *worker) transformAll(ctx context.Context, b *batch, t *transformed, these []int) (held []int) {
-	one := func(i int) {
-		var err *transform.Error
-		t.plans[i], t.fates[i], err = w.transform(ctx, b.recs[i], t.slab.at(i))
-		if err != nil {
-			t.mu.Lock()
-			if t.held == nil {
-				t.held = map[int]*transform.Error{}
-			}
-			t.held[i] = err
-			t.mu.Unlock()
-		}
-	}
 	if w.concurrency <= 1 || len(these) <= 1 {
+		// The common case, on every record's path: no closure, no lock.
 		for _, i := range these {
-			one(i)
+			var err *transform.Error
+			if t.plans[i], t.fates[i], err = w.transform(ctx, b.recs[i], t.slab.at(i)); err != nil {
+				t.hold(i, err)
+				held = append(held, i)
+			}
 		}
-	} else {
-		next := make(chan int)
-		var wg sync.WaitGroup
-		for range min(w.concurrency, len(these)) {
-			wg.Go(func() {
-				for i := range next {
-					one(i)
-				}
-			})
-		}
-		for _, i := range these {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
+		return held
 	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(w.concurrency, len(these)) {
+		wg.Go(func() {
+			for i := range next {
+				var err *transform.Error
+				if t.plans[i], t.fates[i], err = w.transform(ctx, b.recs[i], t.slab.at(i)); err != nil {
+					t.hold(i, err)
+				}
+			}
+		})
+	}
+	for _, i := range these {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 	for _, i := range these {
 		if t.fates[i] == toHold {
 			held = append(held, i)
 		}
 	}
 	return held
+}
+
+// hold records why record i is held.
+func (t *transformed) hold(i int, err *transform.Error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.held == nil {
+		t.held = map[int]*transform.Error{}
+	}
+	t.held[i] = err
 }
 
 // slab is the memory of one batch's transforms, carved per record (by its

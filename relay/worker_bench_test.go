@@ -25,6 +25,7 @@ func BenchmarkWorkerPlansABatch(b *testing.B) {
 		sizes: func() map[string]int { return map[string]int{"jobs": 1 << 20, "jobs.dlq": 1 << 20} },
 	}
 	w.limits.attemptsV.Store(3)
+	w.copiesAsIs, w.stampNow = w.chain.CopiesAsIs() // as setup makes a worker
 	bt := &batch{}
 	p := &poll{}
 	value := make([]byte, 200)
