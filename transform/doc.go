@@ -26,8 +26,12 @@
 //     as they are, anything else as JSON).
 //   - rename: move Field to To; a missing Field leaves the record unchanged.
 //   - remove: delete Field; a missing Field leaves the record unchanged.
-//   - header: append header Header with Value (string, number or bool) as
-//     text.
+//   - header: append header Header (Action "append", the default), or
+//     replace every header of that name ("set"), with Value (string,
+//     number or bool) as text or the result of Expr; or remove them
+//     ("remove").
+//   - key: set the output's key to the value of Field or the result of
+//     Expr, or remove it (Action "remove").
 //   - filter: drop records matching When (Action "drop", the default) or
 //     not matching it (Action "keep").
 //   - route: set the output Topic from Routes[text of Field]; or from the
@@ -64,10 +68,10 @@
 // a string quoted wrongly, a name that is not one of the variables. The
 // variables are:
 //
-//	value           dyn                  the value parsed as JSON (any JSON value)
-//	value_bytes     bytes                the value as it is
-//	key             string               the key as text
-//	key_bytes       bytes                the key as it is
+//	value           dyn                  the value decoded (see value.go): JSON by default
+//	value_bytes     bytes                the value as it is (as JSON once a step changed it)
+//	key             string               the key as text (dyn, its decoded value, with Options.StructuredKeys)
+//	key_bytes       bytes                the key as it is (its text once a step changed it)
 //	headers         map(string, string)  the headers; for a repeated name, the last
 //	topic           string               the source record's topic
 //	partition       int                  its partition
