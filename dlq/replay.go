@@ -20,8 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sharerelay/sharerelay/config"
-	"github.com/sharerelay/sharerelay/format"
 	"github.com/sharerelay/sharerelay/eos"
+	"github.com/sharerelay/sharerelay/format"
 	"github.com/sharerelay/sharerelay/internal/failpoint"
 	"github.com/sharerelay/sharerelay/internal/kafkaerr"
 	"github.com/sharerelay/sharerelay/internal/wait"
