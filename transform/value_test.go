@@ -267,3 +267,38 @@ func TestAChainWithoutStepsOrFormatsCopiesAsIs(t *testing.T) {
 		t.Fatal("a chain with formats may change what it writes")
 	}
 }
+
+// jsonKeys reads and writes values and keys as JSON.
+type jsonKeys struct{}
+
+func (jsonKeys) Source(string) (transform.Decoder, transform.Decoder) {
+	return transform.JSON, transform.JSON
+}
+func (jsonKeys) Output(string) (transform.Encoder, transform.Encoder) {
+	return transform.JSON, transform.JSON
+}
+
+func TestAStructuredKeyIsAValueToExpressionsAndKeySteps(t *testing.T) {
+	o := transform.Options{Formats: jsonKeys{}, StructuredKeys: true}
+	c, err := transform.BuildWith([]transform.Spec{
+		{Type: "filter", Action: "keep", When: &transform.Condition{Expr: `key.region == "eu"`}},
+		{Type: "key", Expr: `{"region": key.region, "id": value.id}`},
+	}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rec(`{"id": 7}`)
+	r.Key = []byte(`{"region": "eu"}`)
+	outs, err := c.Apply(context.Background(), r)
+	if err != nil || len(outs) != 1 {
+		t.Fatalf("%d outputs, %v", len(outs), err)
+	}
+	if got := string(outs[0].Key); got != `{"id":7,"region":"eu"}` {
+		t.Fatalf("key %s", got)
+	}
+	// With text keys (the default) the same expression does not compile:
+	// key is a string.
+	if _, err := transform.Build([]transform.Spec{{Type: "filter", When: &transform.Condition{Expr: `key.region == "eu"`}}}); err == nil {
+		t.Fatal("key.region compiled with text keys")
+	}
+}
