@@ -10,13 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/sharerelay/sharerelay/integration/internal/jvmproc"
 	"github.com/sharerelay/sharerelay/integration/kafkatest"
 )
 
@@ -219,30 +219,10 @@ func findPython(ctx context.Context) (string, string, error) {
 }
 
 // findInterop locates integration/interop by walking up from the working
-// directory and, failing that, from this source file.
+// directory and, failing that, from the harness's sources.
 func findInterop() (string, error) {
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if _, file, _, ok := runtime.Caller(0); ok {
-		starts = append(starts, filepath.Dir(file))
-	}
-	for _, dir := range starts {
-		for {
-			p := filepath.Join(dir, interopRelDir)
-			if _, err := os.Stat(filepath.Join(p, "interop.py")); err == nil {
-				return p, nil
-			}
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				break
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
+	if p, ok := jvmproc.FindInRepo(filepath.Join(interopRelDir, "interop.py")); ok {
+		return filepath.Dir(p), nil
 	}
 	return "", fmt.Errorf("interoptest: find %s/interop.py from the working directory or the interoptest sources: not found", interopRelDir)
 }

@@ -8,8 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"time"
+
+	"github.com/sharerelay/sharerelay/integration/internal/jvmproc"
 )
 
 // Broker is a local Apache Kafka broker running as a JVM child process:
@@ -25,9 +25,7 @@ type Broker struct {
 	lib     string
 	ownsDir bool
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
+	proc jvmproc.Proc // the JVM
 }
 
 // StartLocal starts a local broker and waits until it is ready: it fetches
@@ -50,7 +48,7 @@ func StartLocal(ctx context.Context, opts Options) (*Broker, error) {
 		if err == nil {
 			return b, nil
 		}
-		if !autoPorts || attempt == 3 || !errors.Is(err, errPortInUse) {
+		if !autoPorts || attempt == 3 || !errors.Is(err, jvmproc.ErrPortInUse) {
 			break
 		}
 		b.port, b.cport = opts.Port, opts.ControllerPort // re-pick the free ones
@@ -137,14 +135,7 @@ func (b *Broker) LogPath() string { return filepath.Join(b.dir, "broker.log") }
 func (b *Broker) dataDir() string { return filepath.Join(b.dir, "data") }
 
 // Pid returns the JVM's process id, or 0 when it is not running.
-func (b *Broker) Pid() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.cmd == nil || exited(b.done) {
-		return 0
-	}
-	return b.cmd.Process.Pid
-}
+func (b *Broker) Pid() int { return b.proc.Pid() }
 
 // Running reports whether the JVM process is alive (not whether it is
 // ready).
@@ -164,49 +155,27 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err := b.format(ctx); err != nil {
 		return fmt.Errorf("start broker: %w", err)
 	}
-	logf, err := os.OpenFile(b.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("start broker: open log: %w", err)
-	}
-	defer logf.Close()
-	fi, err := logf.Stat()
-	if err != nil {
-		return fmt.Errorf("start broker: stat log: %w", err)
-	}
-	offset := fi.Size()
-	began := time.Now()
-	fmt.Fprintf(logf, "=== kafkatest: starting broker %s at %s ===\n", b.Addr(), began.Format(time.RFC3339Nano))
-
 	cmd := exec.Command(b.java, b.javaArgs("kafka.Kafka", "server.properties")...)
 	cmd.Dir = b.dir
-	cmd.Stdout, cmd.Stderr = logf, logf // *os.File: no copying goroutine, survives our exit
-	cmd.SysProcAttr = sysProcAttr(b.opts.Detached)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start broker: run java: %w", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		cmd.Wait() // the exit status is read from cmd.ProcessState
-		close(done)
-	}()
-	b.mu.Lock()
-	b.cmd, b.done = cmd, done
-	b.mu.Unlock()
-
 	timeout := b.opts.StartTimeout
 	if timeout == 0 {
 		timeout = DefaultStartTimeout
 	}
-	if err := b.waitReady(ctx, timeout, offset, done); err != nil {
-		b.Kill()
-		tail := logTail(b.LogPath(), offset)
-		if containsAddrInUse(tail) {
-			err = fmt.Errorf("%w: %w", errPortInUse, err)
-		}
-		return fmt.Errorf("start broker %s (dir %s): %w\n--- broker log tail ---\n%s", b.Addr(), b.dir, err, tail)
-	}
-	fmt.Fprintf(logf, "=== kafkatest: broker %s ready after %s ===\n", b.Addr(), time.Since(began).Round(time.Millisecond))
-	return nil
+	probe, closeProbe := b.prober()
+	defer closeProbe()
+	return b.proc.Start(ctx, jvmproc.Spec{
+		Cmd:        cmd,
+		Detached:   b.opts.Detached,
+		Log:        b.LogPath(),
+		Tag:        "kafkatest",
+		Name:       "broker",
+		Addr:       b.Addr(),
+		Timeout:    timeout,
+		ReadyLine:  readyLine,
+		FatalLines: fatalLines,
+		Probe:      probe,
+		PortInUse:  containsAddrInUse,
+	})
 }
 
 // javaArgs builds the java command line for a main class of the jars.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sharerelay/sharerelay/integration/internal/jvmproc"
 )
 
 // ClusterSize is the number of nodes of a cluster [StartCluster] starts
@@ -109,7 +111,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 			return c, nil
 		}
 		c.Stop()
-		if attempt == 3 || !errors.Is(err, errPortInUse) {
+		if attempt == 3 || !errors.Is(err, jvmproc.ErrPortInUse) {
 			break
 		}
 	}

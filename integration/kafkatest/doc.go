@@ -11,7 +11,9 @@
 // and replication factor 1) and with shortened share-group and transaction
 // timers, so share groups (share.version 1) and transactions
 // (transaction.version 2) work and tests run fast; see [Options] to change
-// any property.
+// any property. The JVM runs, stops and is waited for through
+// integration/internal/jvmproc, the process machinery it shares with the
+// schema registry of integration/registrytest.
 //
 // Test binaries use it through [Main] and [Bootstrap]:
 //

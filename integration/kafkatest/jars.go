@@ -8,8 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
+
+	"github.com/sharerelay/sharerelay/integration/internal/jvmproc"
 )
 
 // pomRelPath is where the broker's pom.xml lives, relative to the repo root.
@@ -27,30 +28,10 @@ const EnvKafkaVersion = "SHARERELAY_KAFKA_VERSION"
 var ErrToolMissing = errors.New("kafkatest: required tool missing")
 
 // findPom locates integration/kafka/pom.xml by walking up from the working
-// directory and, failing that, relative to this source file.
+// directory and, failing that, from the harness's sources.
 func findPom() (string, error) {
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if _, file, _, ok := runtime.Caller(0); ok {
-		starts = append(starts, filepath.Dir(file))
-	}
-	for _, dir := range starts {
-		for {
-			p := filepath.Join(dir, pomRelPath)
-			if _, err := os.Stat(p); err == nil {
-				return p, nil
-			}
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				break // repo root reached without a pom
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
+	if p, ok := jvmproc.FindInRepo(pomRelPath); ok {
+		return p, nil
 	}
 	return "", fmt.Errorf("find %s from the working directory or the kafkatest sources: not found", pomRelPath)
 }

@@ -2,35 +2,21 @@ package kafkatest
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os/exec"
 	"syscall"
-	"time"
 )
-
-// stopGrace is how long Stop waits after SIGTERM before SIGKILL.
-const stopGrace = 20 * time.Second
 
 // Stop sends SIGTERM for a clean shutdown, waits up to 20s, then sends
 // SIGKILL and waits for the process to exit. It is a no-op when the broker
 // is not running.
 func (b *Broker) Stop() error {
-	cmd, done := b.current()
-	if cmd == nil {
-		return nil
-	}
-	if err := signalGroup(cmd.Process.Pid, syscall.SIGTERM); err != nil {
+	// A paused JVM keeps the SIGTERM pending until it runs again: wake it.
+	gone, err := b.proc.Terminate(true)
+	if err != nil {
 		return fmt.Errorf("stop broker %s: %w", b.Addr(), err)
 	}
-	// A paused JVM keeps the SIGTERM pending until it runs again.
-	if err := signalGroup(cmd.Process.Pid, syscall.SIGCONT); err != nil {
-		return fmt.Errorf("stop broker %s: %w", b.Addr(), err)
-	}
-	select {
-	case <-done:
+	if gone {
 		return nil
-	case <-time.After(stopGrace):
 	}
 	return b.Kill()
 }
@@ -46,14 +32,9 @@ func (b *Broker) Stop() error {
 // topics had been deleted. Wait until the last stable offset reaches the
 // high watermark before Kill when a test needs the data afterwards.
 func (b *Broker) Kill() error {
-	cmd, done := b.current()
-	if cmd == nil {
-		return nil
-	}
-	if err := signalGroup(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+	if err := b.proc.Kill(); err != nil {
 		return fmt.Errorf("kill broker %s: %w", b.Addr(), err)
 	}
-	<-done
 	return nil
 }
 
@@ -61,11 +42,7 @@ func (b *Broker) Kill() error {
 // pause, a frozen VM): its connections stay open and nothing answers.
 // It is a no-op when the broker is not running.
 func (b *Broker) Pause() error {
-	cmd, _ := b.current()
-	if cmd == nil {
-		return nil
-	}
-	if err := signalGroup(cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+	if err := b.proc.Signal(syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("pause broker %s: %w", b.Addr(), err)
 	}
 	return nil
@@ -74,11 +51,7 @@ func (b *Broker) Pause() error {
 // Resume lets a paused JVM run again with SIGCONT. It is a no-op when the
 // broker is not running or not paused.
 func (b *Broker) Resume() error {
-	cmd, _ := b.current()
-	if cmd == nil {
-		return nil
-	}
-	if err := signalGroup(cmd.Process.Pid, syscall.SIGCONT); err != nil {
+	if err := b.proc.Signal(syscall.SIGCONT); err != nil {
 		return fmt.Errorf("resume broker %s: %w", b.Addr(), err)
 	}
 	return nil
@@ -92,41 +65,6 @@ func (b *Broker) Restart(ctx context.Context) error {
 	}
 	if err := b.Start(ctx); err != nil {
 		return fmt.Errorf("restart: %w", err)
-	}
-	return nil
-}
-
-// current returns the running process and its exit channel, or nil.
-func (b *Broker) current() (*exec.Cmd, chan struct{}) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.cmd == nil || exited(b.done) {
-		return nil, nil
-	}
-	return b.cmd, b.done
-}
-
-// exited reports whether done is closed.
-func exited(done chan struct{}) bool {
-	select {
-	case <-done:
-		return true
-	default:
-		return false
-	}
-}
-
-// signalGroup signals the process group led by pid, or pid alone.
-func signalGroup(pid int, sig syscall.Signal) error {
-	err := syscall.Kill(-pid, sig)
-	if errors.Is(err, syscall.ESRCH) {
-		err = syscall.Kill(pid, sig)
-	}
-	if errors.Is(err, syscall.ESRCH) {
-		return nil // already gone
-	}
-	if err != nil {
-		return fmt.Errorf("signal %v to pid %d: %w", sig, pid, err)
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sharerelay/sharerelay/integration/internal/jvmproc"
 )
 
 // SharedBroker is a local JVM broker shared by the tests of one binary
@@ -180,7 +182,7 @@ func (s *SharedBroker) start() {
 			opts.ClusterID = NamedClusterID(s.Name)
 		}
 		s.b, s.err = StartLocal(ctx, opts)
-		if s.err == nil || attempt == 3 || !errors.Is(s.err, errPortInUse) {
+		if s.err == nil || attempt == 3 || !errors.Is(s.err, jvmproc.ErrPortInUse) {
 			break
 		}
 		os.RemoveAll(opts.Dir) // formatted with the ports that failed

@@ -8,7 +8,8 @@
 // unpacked once with mvn into $SHARERELAY_CACHE/apicurio-<version>
 // (default $HOME/.cache/sharerelay/apicurio-<version>, beside the Kafka
 // jars of integration/kafkatest) and run as a plain JVM process bound to
-// 127.0.0.1 on a free port. It needs Java 21 or newer, which need not be
+// 127.0.0.1 on a free port, through integration/internal/jvmproc as
+// kafkatest's brokers are. It needs Java 21 or newer, which need not be
 // the default java: the JDK is, in this order, $SHARERELAY_REGISTRY_JAVA_HOME,
 // $JAVA_HOME when it is 21 or newer, the newest JDK 21+ in the JVM
 // folders (/usr/lib/jvm, …), then java on PATH.

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"sync"
 	"time"
 
+	"github.com/sharerelay/sharerelay/integration/internal/jvmproc"
 	"github.com/sharerelay/sharerelay/integration/kafkatest"
 )
 
@@ -78,9 +78,7 @@ type Registry struct {
 	app     string
 	ownsDir bool
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
+	proc jvmproc.Proc // the JVM
 }
 
 // StartLocal starts a local registry and waits until it answers: it finds
@@ -112,7 +110,7 @@ func (r *Registry) startOnPorts(ctx context.Context, repick bool) error {
 		if err == nil {
 			err = r.Start(ctx)
 		}
-		if err == nil || !repick || attempt == 3 || !errors.Is(err, errPortInUse) {
+		if err == nil || !repick || attempt == 3 || !errors.Is(err, jvmproc.ErrPortInUse) {
 			return err
 		}
 		r.port, r.mport = 0, 0
@@ -184,14 +182,7 @@ func (r *Registry) dataDir() string { return filepath.Join(r.dir, "data") }
 func (r *Registry) tmpDir() string { return filepath.Join(r.dir, "tmp") }
 
 // Pid returns the JVM's process id, or 0 when it is not running.
-func (r *Registry) Pid() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cmd == nil || exited(r.done) {
-		return 0
-	}
-	return r.cmd.Process.Pid
-}
+func (r *Registry) Pid() int { return r.proc.Pid() }
 
 // Running reports whether the JVM process is alive (not whether it
 // answers).
@@ -209,49 +200,28 @@ func (r *Registry) Start(ctx context.Context) error {
 			return fmt.Errorf("start registry: %w", err)
 		}
 	}
-	logf, err := os.OpenFile(r.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("start registry: open log: %w", err)
-	}
-	defer logf.Close()
-	fi, err := logf.Stat()
-	if err != nil {
-		return fmt.Errorf("start registry: stat log: %w", err)
-	}
-	offset := fi.Size()
-	began := time.Now()
-	fmt.Fprintf(logf, "=== registrytest: starting registry %s (%s) at %s ===\n", r.Addr(), r.java, began.Format(time.RFC3339Nano))
-
 	cmd := exec.Command(r.java, r.javaArgs()...)
-	cmd.Dir = r.dir                     // files Quarkus writes relative to it stay out of the cache
-	cmd.Stdout, cmd.Stderr = logf, logf // *os.File: no copying goroutine
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start registry: run java: %w", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		cmd.Wait() // the exit status is read from cmd.ProcessState
-		close(done)
-	}()
-	r.mu.Lock()
-	r.cmd, r.done = cmd, done
-	r.mu.Unlock()
-
+	cmd.Dir = r.dir // files Quarkus writes relative to it stay out of the cache
 	timeout := r.opts.StartTimeout
 	if timeout == 0 {
 		timeout = DefaultStartTimeout
 	}
-	if err := r.waitReady(ctx, timeout, offset, done); err != nil {
-		r.Kill()
-		tail := logTail(r.LogPath(), offset)
-		if containsPortInUse(tail) {
-			err = fmt.Errorf("%w: %w", errPortInUse, err)
-		}
-		return fmt.Errorf("start registry %s (dir %s): %w\n--- registry log tail ---\n%s", r.Addr(), r.dir, err, tail)
-	}
-	fmt.Fprintf(logf, "=== registrytest: registry %s ready after %s ===\n", r.Addr(), time.Since(began).Round(time.Millisecond))
-	return nil
+	return r.proc.Start(ctx, jvmproc.Spec{
+		Cmd:     cmd,
+		Log:     r.LogPath(),
+		Tag:     "registrytest",
+		Name:    "registry",
+		Addr:    r.Addr(),
+		Note:    r.java,
+		Timeout: timeout,
+		// Listening on its own address, so that the answer below is not
+		// another process's on the same port.
+		ReadyLine:  "Listening on: http://" + r.Addr(),
+		FatalLines: fatalLines,
+		Probe:      r.prober(),
+		Awaited:    "answered",
+		PortInUse:  containsPortInUse,
+	})
 }
 
 // javaArgs builds the java command line: the JVM flags, the

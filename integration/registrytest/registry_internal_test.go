@@ -36,7 +36,7 @@ func TestAStartOnAPortAnotherProcessTookIsRetriedOnAnother(t *testing.T) {
 	})
 	taken := takePort(t)
 
-	// The first attempt, on the taken port, fails as errPortInUse (as
+	// The first attempt, on the taken port, fails as jvmproc.ErrPortInUse (as
 	// its log says); the second picks another port.
 	r.port = taken
 	began := time.Now()
