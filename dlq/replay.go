@@ -582,7 +582,7 @@ func (r *replayer) transact(ctx context.Context, pending []*item, srcs []eos.Sou
 	var claims []*kgo.Record
 	if r.guard != nil {
 		var err error
-		if claims, err = r.guard.Claims(ctx, r.prod, srcs, topics); err != nil {
+		if claims, err = r.guard.Claims(ctx, r.prod, srcs, topics, eos.Since(recs)); err != nil {
 			return nil, fmt.Errorf("dlq: claiming: %w", err)
 		}
 	}

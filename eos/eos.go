@@ -44,11 +44,31 @@ type Tx interface {
 // the background while it takes the next batch).
 type Guard interface {
 	Committed(srcs []Source) []bool
-	Claims(ctx context.Context, tx Tx, srcs []Source, outputs []string) ([]*kgo.Record, error)
+	Claims(ctx context.Context, tx Tx, srcs []Source, outputs []string, since int64) ([]*kgo.Record, error)
 	Check(ctx context.Context) (conflicts []bool, err error)
 	Resolve(ctx context.Context) (committed bool, err error)
 	// Close releases the Guard's resources.
 	Close()
+}
+
+// Since is what a transaction writing recs passes to Guard.Claims: the
+// earliest timestamp (Unix milliseconds) among the records stamped before
+// they are produced (with their source's time, or an expression's), or 0
+// when none is (the producer stamps them with its clock, about the
+// claim's time). The resolver finds a transaction's records in its output
+// partitions by time, and a record stamped with its source's time may be
+// far older than its writing.
+func Since(recs []*kgo.Record) int64 {
+	var since int64
+	for _, r := range recs {
+		if r.Timestamp.IsZero() {
+			continue
+		}
+		if ms := r.Timestamp.UnixMilli(); since == 0 || ms < since {
+			since = ms
+		}
+	}
+	return since
 }
 
 // AtLeastOnce is the Guard of delivery: at-least-once. It claims nothing,
@@ -62,7 +82,7 @@ type AtLeastOnce struct{}
 func (AtLeastOnce) Committed(srcs []Source) []bool { return make([]bool, len(srcs)) }
 
 // Claims claims nothing.
-func (AtLeastOnce) Claims(context.Context, Tx, []Source, []string) ([]*kgo.Record, error) {
+func (AtLeastOnce) Claims(context.Context, Tx, []Source, []string, int64) ([]*kgo.Record, error) {
 	return nil, nil
 }
 

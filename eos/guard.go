@@ -55,7 +55,7 @@ type claimGroup struct {
 // Claims returns one claim record per source partition of srcs, to be
 // produced in the open transaction with the outputs, which go to outputs
 // (topics).
-func (g *ledgerGuard) Claims(ctx context.Context, tx Tx, srcs []Source, outputs []string) ([]*kgo.Record, error) {
+func (g *ledgerGuard) Claims(ctx context.Context, tx Tx, srcs []Source, outputs []string, since int64) ([]*kgo.Record, error) {
 	g.forget()
 	pid, epoch, err := tx.ProducerID(ctx)
 	if err != nil {
@@ -91,7 +91,7 @@ func (g *ledgerGuard) Claims(ctx context.Context, tx Tx, srcs []Source, outputs 
 		c := Claim{
 			Gen: g.l.cfg.Gen, Topic: cg.key.Topic, TopicID: cg.key.TopicID, Partition: cg.key.Partition,
 			Ranges: Ranges(cg.offsets), TxnID: g.txnID, ProducerID: pid, Epoch: epoch,
-			Outputs: outputs, At: at,
+			Outputs: outputs, At: at, Since: since,
 		}
 		if g.records[i], err = NewClaimRecord(g.l.cfg.Topic, &c); err != nil {
 			return nil, err

@@ -28,7 +28,7 @@ func BenchmarkClaimsOfABatch(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		recs, err := g.Claims(ctx, fixedTx{}, srcs, []string{"out"})
+		recs, err := g.Claims(ctx, fixedTx{}, srcs, []string{"out"}, 0)
 		if err != nil || len(recs) != 3 {
 			b.Fatalf("claims %d, %v", len(recs), err)
 		}

@@ -59,8 +59,16 @@ type Claim struct {
 	// transaction's outcome when the ledger lost its marker.
 	Outputs []string `json:"outputs,omitempty"`
 	// At is the writer's clock (Unix milliseconds) when it built the
-	// claim, the clock its output records' timestamps come from.
+	// claim.
 	At int64 `json:"at,omitempty"`
+	// Since, when set, is the earliest timestamp (Unix milliseconds) of
+	// the records the transaction writes besides the ledger: they carry
+	// times the pipeline chose (the source record's, an expression's),
+	// not the writer's clock, so the resolver looks for them from there,
+	// and cannot take a later record's time for the end of the
+	// transaction's window. Unset: every record carries the writer's
+	// clock at about At.
+	Since int64 `json:"since,omitempty"`
 }
 
 // Key returns the claim's source partition.
@@ -79,6 +87,7 @@ type pending struct {
 	TxnID      string   `json:"txn_id,omitempty"`
 	Outputs    []string `json:"outputs,omitempty"`
 	At         int64    `json:"at,omitempty"`
+	Since      int64    `json:"since,omitempty"`
 	done       bool     // resolved; removed from partState.pending lazily
 }
 
@@ -246,7 +255,7 @@ func (x *Index) ApplyClaim(pos Pos, c *Claim) {
 		return
 	}
 	p := &pending{Pos: pos, Key: c.Key(), Ranges: c.Ranges, ProducerID: c.ProducerID, Epoch: c.Epoch,
-		TxnID: c.TxnID, Outputs: c.Outputs, At: c.At}
+		TxnID: c.TxnID, Outputs: c.Outputs, At: c.At, Since: c.Since}
 	pk := producerKey{pos.Partition, c.ProducerID}
 	keep := x.live[pk][:0]
 	for _, q := range x.live[pk] {
@@ -445,11 +454,12 @@ type ClaimInfo struct {
 	TxnID      string
 	Outputs    []string
 	At         int64
+	Since      int64
 }
 
 func (p *pending) info() ClaimInfo {
 	return ClaimInfo{Pos: p.Pos, Key: p.Key, Ranges: p.Ranges, ProducerID: p.ProducerID, Epoch: p.Epoch,
-		Orphan: p.Orphan, TxnID: p.TxnID, Outputs: p.Outputs, At: p.At}
+		Orphan: p.Orphan, TxnID: p.TxnID, Outputs: p.Outputs, At: p.At, Since: p.Since}
 }
 
 // Claim returns the claim at pos if the index still tracks it.

@@ -24,7 +24,7 @@ type kgoTx struct {
 // claim produces g's claims for srcs in t's open transaction and checks
 // them, as the worker does (there with the outputs in the same request).
 func claim(ctx context.Context, g Guard, t kgoTx, srcs []Source) ([]bool, error) {
-	recs, err := g.Claims(ctx, t, srcs, []string{"out"})
+	recs, err := g.Claims(ctx, t, srcs, []string{"out"}, 0)
 	if err != nil {
 		return nil, err
 	}

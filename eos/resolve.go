@@ -103,6 +103,11 @@ func (l *Ledger) judge(ctx context.Context, c ClaimInfo) (commit bool, evidence 
 		return false, "", fmt.Errorf("%w: the claim names no output topics and none are configured", errUndecided)
 	}
 	from := c.At - l.cfg.ResolveSlack.Milliseconds()
+	if c.Since != 0 && c.Since < c.At {
+		// Records stamped with earlier times than the writer's clock
+		// (their sources'): offsets are found by those times.
+		from = c.Since - l.cfg.ResolveSlack.Milliseconds()
+	}
 	with, err := l.outputVerdicts(ctx, c, topics, from)
 	if err != nil {
 		return false, "", err
@@ -212,6 +217,10 @@ func (l *Ledger) scanOutputs(ctx context.Context, c ClaimInfo, assign map[string
 	// After this the transaction wrote nothing more: it was over within
 	// its timeout (the coordinator aborts it then).
 	last := c.At + (l.cfg.TransactionTimeout + l.cfg.ResolveSlack).Milliseconds()
+	// A record's time tells where the window ends only when the records
+	// carry the writer's clock; stamped by the pipeline (Since), a later
+	// record may carry any time, and the scan goes on to the end.
+	byClock := c.Since == 0
 	finish := func(v *partVerdict) {
 		if !v.done {
 			v.done = true
@@ -240,7 +249,7 @@ func (l *Ledger) scanOutputs(ctx context.Context, c ClaimInfo, assign map[string
 			}
 			switch {
 			case r.ProducerID != c.ProducerID:
-				if v.dataAt < 0 && r.Timestamp.UnixMilli() > last {
+				if byClock && v.dataAt < 0 && r.Timestamp.UnixMilli() > last {
 					finish(v) // nothing of the transaction here
 				}
 			case v.dataAt < 0 && !r.Attrs.IsControl() && r.ProducerEpoch == c.Epoch:
@@ -301,7 +310,7 @@ func (l *Ledger) reread(ctx context.Context, c ClaimInfo) (ClaimInfo, error) {
 			c.Epoch, c.ProducerID = found.ProducerEpoch, found.ProducerID
 			var cl Claim
 			if json.Unmarshal(found.Value, &cl) == nil && cl.At != 0 {
-				c.At = cl.At
+				c.At, c.Since = cl.At, cl.Since
 			} else {
 				c.At = found.Timestamp.UnixMilli()
 			}

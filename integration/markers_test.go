@@ -179,6 +179,11 @@ type ghost struct {
 	ledger  string
 	txnID   string
 	topicID [16]byte
+	// stamp, when set, is the time the ghost's outputs carry instead of
+	// the producer's clock (as a relay's carry their sources' times),
+	// named in its claims' Since unless noSince.
+	stamp   time.Time
+	noSince bool
 }
 
 func newGhost(t *testing.T, p *harness.Pipeline, ledger string) *ghost {
@@ -216,10 +221,14 @@ func (g *ghost) write(first, last int64) (int64, int16) {
 	if err := g.cl.BeginTransaction(); err != nil {
 		g.t.Fatal(err)
 	}
+	var since int64
+	if !g.stamp.IsZero() && !g.noSince {
+		since = g.stamp.UnixMilli()
+	}
 	claim, err := eos.NewClaimRecord(g.ledger, &eos.Claim{
 		Topic: g.p.Source, TopicID: g.topicID, Partition: 0, Ranges: []eos.Range{{First: first, Last: last}},
 		TxnID: g.txnID, ProducerID: pid, Epoch: epoch,
-		Outputs: []string{g.p.Output}, At: time.Now().UnixMilli(),
+		Outputs: []string{g.p.Output}, At: time.Now().UnixMilli(), Since: since,
 	})
 	if err != nil {
 		g.t.Fatal(err)
@@ -228,7 +237,7 @@ func (g *ghost) write(first, last int64) (int64, int16) {
 	for o := first; o <= last; o++ {
 		src := lineage.Source{Topic: g.p.Source, Partition: 0, Offset: o}
 		recs = append(recs, &kgo.Record{Topic: g.p.Output, Key: strconv.AppendInt(nil, o+1, 10),
-			Value: fmt.Appendf(nil, `{"order_id":%d}`, o+1), Headers: lineage.SetSource(nil, src)})
+			Value: fmt.Appendf(nil, `{"order_id":%d}`, o+1), Headers: lineage.SetSource(nil, src), Timestamp: g.stamp})
 	}
 	if err := g.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		g.t.Fatal(err)
@@ -311,10 +320,13 @@ func TestRealBrokerClaimWhoseLedgerMarkerWasLost(t *testing.T) {
 	c := startTwoNodes(t)
 	for _, tc := range []struct {
 		name         string
-		first, later bool // outcomes of the ghost's two transactions
+		first, later bool          // outcomes of the ghost's two transactions
+		stamped      time.Duration // the outputs carry times this far back (their sources')
+		noSince      bool          // the claims do not say so (SHARERELAY_BREAK_SINCE=1: shows the loss of sight)
 	}{
-		{"an aborted claim is not credited with the next COMMIT", false, true},
-		{"a committed claim is not credited with the next ABORT", true, false},
+		{"an aborted claim is not credited with the next COMMIT", false, true, 0, false},
+		{"a committed claim is not credited with the next ABORT", true, false, 0, false},
+		{"a committed claim whose outputs carry their sources' older times is found by those times", true, false, 2 * time.Hour, os.Getenv("SHARERELAY_BREAK_SINCE") == "1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPipe(t, c.seeds, harness.PipelineOptions{Partitions: 1, Workers: 1, OnBroker: 1})
@@ -323,6 +335,9 @@ func TestRealBrokerClaimWhoseLedgerMarkerWasLost(t *testing.T) {
 			seedOrders(t, p, 1, 200) // source offsets 0..199
 
 			g := newGhost(t, p, ledger)
+			if tc.stamped > 0 {
+				g.stamp, g.noSince = time.Now().Add(-tc.stamped), tc.noSince
+			}
 			pid, epoch := g.write(0, 99)
 			if err := c.n2.Stop(); err != nil {
 				t.Fatal(err)

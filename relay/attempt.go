@@ -102,7 +102,7 @@ func (w *worker) attempt(ctx context.Context, plans []plan, srcs []eos.Source, p
 	}
 	t := collect(plans, pending, runs)
 	// The claims go in the same produce request as the outputs.
-	claims, err := w.cur.guard.Claims(tctx, w.cur.prod, claimSrcs, t.topics)
+	claims, err := w.cur.guard.Claims(tctx, w.cur.prod, claimSrcs, t.topics, eos.Since(t.recs))
 	if err != nil {
 		return w.failed("claim", err, nil)
 	}
