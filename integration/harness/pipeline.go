@@ -82,6 +82,9 @@ type PipelineOptions struct {
 	AcquireMode string
 	// Consumers is batch.consumers (default: the relay's, 4).
 	Consumers int
+	// TransformConcurrency is batch.transform_concurrency, the records
+	// of a batch transformed at once (default: the relay's, 1).
+	TransformConcurrency int
 	// PollTimeout is batch.poll_timeout (default 500ms).
 	PollTimeout time.Duration
 	// Transforms is the transform chain as YAML: a flow list such as
@@ -291,6 +294,9 @@ func (p *Pipeline) yaml(o PipelineOptions) []byte {
 	}
 	if o.Consumers != 0 {
 		batch += fmt.Sprintf("\n  consumers: %d", o.Consumers)
+	}
+	if o.TransformConcurrency != 0 {
+		batch += fmt.Sprintf("\n  transform_concurrency: %d", o.TransformConcurrency)
 	}
 	if o.ForegroundCommit {
 		batch += "\n  background_commit: false"
