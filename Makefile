@@ -13,7 +13,7 @@ PKGS     := ./...
 # Generous: the real-broker suite starts a JVM broker and runs fault tests.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build image demo test test-unit test-pipelines lint bench bench-formats bench-cluster bench-cross chaos cluster-tests soak soak-cluster soak-cross compat kafka-up kafka-down clean
+.PHONY: all build image demo test test-unit test-pipelines lint bench bench-formats bench-cluster bench-fleet bench-cross chaos cluster-tests soak soak-cluster soak-cross compat kafka-up kafka-down clean
 
 all: build
 
@@ -104,7 +104,9 @@ lint:
 # million records and peak RSS beside the relay's; and the latency runs
 # alternate with those of the bench of
 # BENCH_BASELINE (the relay of the day the throughput issue was filed),
-# built from git; BENCH_BASELINE= leaves the baseline out.
+# built from git; BENCH_BASELINE= leaves the baseline out. The elastic
+# fleet has a target of its own, make bench-fleet (below): its own broker
+# and about 9 minutes.
 BENCH_BASELINE ?= 080df91
 bench: build
 	@rm -f $(BIN)/bench-baseline
@@ -132,6 +134,25 @@ bench-formats:
 # relay-process runs. BENCH_ARGS='-records 200000 -runs 3' for a quick look.
 bench-cluster:
 	$(GO) run ./integration/cmd/bench -nodes 3 -contenders relay-eos,relay-alo,copier,copier-strict,classic-eos -classic-workers= -scaling=false -latency=false $(BENCH_ARGS)
+
+# The elastic fleet (-fleet): relay processes of bin/relay, each its own
+# instance (relay-0, relay-1, ...), scaled 1 → 2 → 4 → 8 → 3 → 1 under a
+# backlog that never runs dry, a minute a size, scale-in by SIGTERM to the
+# highest ordinals as a StatefulSet does; a 5 ms transform a record, one
+# worker an instance, 4 records transformed at once, so one instance is
+# bound by its transform and the fleet could scale. Prints each plateau's
+# committed output rate (read_committed) against N × one instance's, the
+# time to reach it, the relays' and the broker's CPU, and the verdict of
+# the verifier (exact, nothing dead-lettered or archived). About 9
+# minutes on 2 cores; BENCH_ARGS='-fleet-plateau 30s' for a quick look.
+# The samples go to FLEET_CSV and the chart of them to FLEET_SVG
+# (integration/cmd/fleetchart); docs/benchmarks.md says how the chart in
+# docs/images was drawn.
+FLEET_CSV ?= $(BIN)/fleet.csv
+FLEET_SVG ?= $(BIN)/fleet.svg
+bench-fleet: build
+	$(GO) run ./integration/cmd/bench -fleet -relay-bin $(BIN)/relay -fleet-csv $(FLEET_CSV) $(BENCH_ARGS)
+	$(GO) run ./integration/cmd/fleetchart -o $(FLEET_SVG) fleet=$(FLEET_CSV)
 
 # Exactly-once across two clusters against one (-cross): a second local
 # broker, its own KRaft cluster with the first one's settings, holds the

@@ -198,6 +198,15 @@
 // the relay contenders (batch:, source.group_configs and
 // client.producer.compression) in the throughput and latency runs.
 //
+// The elastic fleet (-fleet, make bench-fleet) runs instead of all of the
+// above: the shipped relay (-relay-bin) as processes, each its own
+// instance, scaled along -fleet-schedule under a backlog that never runs
+// dry, and per plateau the committed output rate against N × one
+// instance's, the time to reach it and the CPU of the relays and the
+// broker, then the verifier's verdict (fleet.go says how each figure is
+// taken). -fleet-csv keeps the samples, which integration/cmd/fleetchart
+// draws.
+//
 // Progress goes to stderr, the result tables to stdout, and with -json the
 // results also to a file.
 package main
@@ -300,6 +309,10 @@ type options struct {
 	// cross starts a second local broker as the source cluster of the
 	// contender relay-eos-cross (-cross).
 	cross bool
+	// fleet measures the elastic fleet (fleet.go) instead of the
+	// tables, as fleetOpts say.
+	fleet     bool
+	fleetOpts fleetOptions
 }
 
 // parseFlags parses and checks the command's flags.
@@ -314,6 +327,9 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-memory-limit-mib: %d is negative (0: the runtime's own limit)", o.memoryLimitMiB)
 	}
 	if err := o.parseLists(lists); err != nil {
+		return o, err
+	}
+	if err := o.checkFleet(*lists.fleetSchedule); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
@@ -361,7 +377,7 @@ func (o options) checkRelaySettings() error {
 // fs.Parse.
 type listFlags struct {
 	sizes, classicWorkers, scalingWorkers, only, relayBatch, relayGroup, relayClient *string
-	brokerRecordLocks, relayVariants                                                 *string
+	brokerRecordLocks, relayVariants, fleetSchedule                                  *string
 }
 
 // defineFlags defines the command's flags on fs: the plain ones into o, the
@@ -403,6 +419,7 @@ func (o *options) defineFlags(fs *flag.FlagSet) listFlags {
 	l.brokerRecordLocks = fs.String("broker-record-locks", "0", "the local broker's group.share.max.partition.max.record.locks, the most record locks a share group may set per partition, comma separated: the warm-up and throughput tables run once per setting, each on a fresh broker, latency and scaling on the first (0: Kafka's default share-group limits; 10000: the setting docs/operations.md gives; e.g. 0,10000)")
 	fs.IntVar(&o.nodes, "nodes", 1, "nodes of the local broker: 1, or 3 for a three-node KRaft cluster with every topic at replication factor 3 and min.insync.replicas 2 (a fresh cluster per -broker-record-locks setting)")
 	fs.BoolVar(&o.cross, "cross", false, "also run relay-eos-cross beside relay-eos: the same relay with its source topic and share group on a second local broker (its own KRaft cluster, the same settings) and its outputs, dead letters and claim ledger on the first; the tables give cross-cluster over same-cluster (one-node clusters only, no external cluster)")
+	l.fleetSchedule = o.defineFleetFlags(fs)
 	l.relayVariants = fs.String("relay-variants", "", "extra relay-eos contenders of the throughput table, each with batch settings of its own, separated by semicolons, e.g. 'consumers=2;consumers=1,max_records=4000'; a variant starting alo: is relay-alo's (e.g. alo:consumers=2)")
 	return l
 }
@@ -641,6 +658,9 @@ func run(ctx context.Context, opts options) error {
 	began := time.Now()
 	if opts.memoryLimitMiB > 0 {
 		debug.SetMemoryLimit(int64(opts.memoryLimitMiB) << 20)
+	}
+	if opts.fleet {
+		return runFleet(ctx, opts)
 	}
 	res := newResults(opts, began, len(kafkatest.ExternalSeeds()) > 0)
 	for i, locks := range opts.brokerRecordLocks {
