@@ -13,6 +13,7 @@
 //	CHAOS_NODES=3 CHAOS_RECORDS=1000000 CHAOS_NEMESIS=20m go test -count=1 -timeout 3h -run '^TestChaosNemesis$' ./integration/chaos/   # make soak-cluster
 //	CHAOS_LONG=1 CHAOS_RECORDS=1000000 CHAOS_NEMESIS=20m go test -count=1 -timeout 3h -run '^TestChaosCrossClusterNemesis$' ./integration/chaos/   # make soak-cross
 //	go test -count=1 -run '^TestChaos(RegistryOutage|NemesisAvro)CI$' -v ./integration/chaos/   # the Avro scenarios' CI twins
+//	go test -count=1 -run '^TestChaosFleetCI$' -v ./integration/chaos/   # the elastic fleet's CI twin
 //
 // Environment:
 //
@@ -88,7 +89,9 @@
 // when a later scenario needs it.
 //
 // Relays run as processes with `--instance r<i>` (at most three at once on
-// two cores). Each incarnation gets its own /metrics port
+// two cores, but for the elastic fleet, scenario 20, whose relays use the
+// direct listener, have no proxies and no network faults, and are up to
+// eight of one worker each under a slow transform). Each incarnation gets its own /metrics port
 // (metrics.listen: ${CHAOS_METRICS_ADDR}; brokers: ${CHAOS_BROKERS}); a
 // supervisor restarts a relay whenever its process exits, like systemd or
 // Kubernetes would: after the delay the fault chose, or after 1 s when it
@@ -353,6 +356,24 @@
 //     (too short for a broker bounce, which the nemesis spaces 45 s
 //     apart). NemesisAvro, only with CHAOS_LONG=1: CHAOS_RECORDS records
 //     for CHAOS_NEMESIS.
+//  20. Fleet — the elastic fleet: relay instances r0..r7 of one worker,
+//     on the direct listener, their share consumers and polls left to
+//     the relay's sizing (which shares the group's record locks among
+//     the instances it finds), scaled along a schedule under a backlog
+//     topped up every half second to stay above what the relays can hold
+//     locked. Scale-out starts the lowest missing ordinals; 0.3–2 s later
+//     one of the new instances is killed -9 while it joins (restarted by
+//     its supervisor, as a pod is). Scale-in sends SIGTERM to the highest
+//     ordinals at once, at full load, and kills one of them -9 0.2–1.5 s
+//     later, during its drain; every other must exit 0 within 45 s. No
+//     dead letter, no record released on its last delivery
+//     (sharerelay_released_on_last_delivery_total 0, else the broker
+//     archives it), at least one kill landed in a drain, and the verifier
+//     exact. FleetCI, in every CI run: 1 → 2 → 4 → 8 → 3 → 1 once, 8 s
+//     plateaus, a backlog of 20,000. Fleet, only with CHAOS_LONG=1: 1 →
+//     2 → 4 → 8 → 3 → 1 → 8 → 1, 30 s plateaus, a backlog of 40,000, an
+//     instance that was already running killed too at each scale-out, and
+//     a random instance killed every 5–10 s within the plateaus.
 //
 // TestChaosVerifierCatchesDuplicates shows the verifier catches what it
 // claims: scenario 8's pipeline plus scenario 2's SIGKILLs (from 5% until

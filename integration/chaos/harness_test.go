@@ -26,7 +26,7 @@ import (
 // opts shapes a scenario's pipeline and run.
 type opts struct {
 	Records    int    // source records; default recordsDefault()
-	Relays     int    // relay processes, at most maxRelays; default 3
+	Relays     int    // relay processes, at most maxRelays (maxDirectRelays with Direct); default 3
 	Workers    int    // workers per relay; default 2
 	Partitions int32  // source partitions; default 3
 	MaxRecords int    // batch.max_records; default 100 (CHAOS_MAX_RECORDS)
@@ -42,6 +42,13 @@ type opts struct {
 	NoRenew       bool
 	// Transforms is a YAML flow list; default [].
 	Transforms string
+	// TransformConcurrency is batch.transform_concurrency; default the
+	// relay's.
+	TransformConcurrency int
+	// Direct connects every relay to the direct listener instead of its
+	// slot's proxies: no network faults, and up to maxDirectRelays
+	// relays rather than one per proxy slot (the fleet, fleet_test.go).
+	Direct bool
 	// WantDLQ is the exact number of dead letters the transforms make.
 	WantDLQ int
 	// Env returns extra environment for incarnation n (1-based) of
@@ -187,7 +194,12 @@ func newScenario(t *testing.T, n needs, o opts) *scenario {
 	if o.Relays == 0 {
 		o.Relays = 3
 	}
-	if o.Relays > maxRelays {
+	switch {
+	case o.Direct && n&needProxy != 0:
+		t.Fatal("chaos: relays on the direct listener cannot have network faults")
+	case o.Direct && o.Relays > maxDirectRelays:
+		t.Fatalf("at most %d relays on the direct listener", maxDirectRelays)
+	case !o.Direct && o.Relays > maxRelays:
 		t.Fatalf("at most %d relays", maxRelays)
 	}
 	if o.Workers == 0 {
@@ -247,19 +259,20 @@ func newScenario(t *testing.T, n needs, o opts) *scenario {
 		Seeds: e.direct,
 		// Each relay process gets its slot's proxy and its own metrics
 		// port through the environment.
-		Brokers:       []string{"${CHAOS_BROKERS}"},
-		MetricsListen: "${CHAOS_METRICS_ADDR}",
-		Dir:           s.dir,
-		Delivery:      o.Delivery,
-		Workers:       o.Workers,
-		Partitions:    o.Partitions,
-		MaxRecords:    o.MaxRecords,
-		AcquireMode:   os.Getenv("CHAOS_ACQUIRE_MODE"),
-		DrainTimeout:  os.Getenv("CHAOS_DRAIN_TIMEOUT"),
-		Transforms:    o.Transforms,
-		TxnTimeout:    o.TxnTimeout,
-		RenewLocks:    !o.NoRenew,
-		MaxAttempts:   o.MaxAttempts,
+		Brokers:              []string{"${CHAOS_BROKERS}"},
+		MetricsListen:        "${CHAOS_METRICS_ADDR}",
+		Dir:                  s.dir,
+		Delivery:             o.Delivery,
+		Workers:              o.Workers,
+		Partitions:           o.Partitions,
+		MaxRecords:           o.MaxRecords,
+		TransformConcurrency: o.TransformConcurrency,
+		AcquireMode:          os.Getenv("CHAOS_ACQUIRE_MODE"),
+		DrainTimeout:         os.Getenv("CHAOS_DRAIN_TIMEOUT"),
+		Transforms:           o.Transforms,
+		TxnTimeout:           o.TxnTimeout,
+		RenewLocks:           !o.NoRenew,
+		MaxAttempts:          o.MaxAttempts,
 		GroupConfigs: map[string]string{
 			"share.record.lock.duration.ms": strconv.Itoa(o.LockMs),
 			"share.delivery.count.limit":    strconv.Itoa(o.DeliveryLimit),

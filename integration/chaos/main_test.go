@@ -24,6 +24,11 @@ import (
 // at most this many relay processes at once (2 cores).
 const maxRelays = 3
 
+// maxDirectRelays is the most relay processes of a scenario whose relays
+// use the direct listener (opts.Direct): the fleet's largest size. They
+// have no proxy slot, and a slow transform keeps them within two cores.
+const maxDirectRelays = 8
+
 // relayBin is the relay binary every scenario runs as processes.
 var relayBin string
 

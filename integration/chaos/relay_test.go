@@ -65,7 +65,9 @@ func (inc *incarnation) getCause() string {
 
 // start launches the first incarnation and the supervisor.
 func (r *relay) start() {
+	r.mu.Lock() // a fleet's scale-in may read it (fleet_test.go)
 	r.supDone = make(chan struct{})
+	r.mu.Unlock()
 	inc, err := r.spawn()
 	if err != nil {
 		r.s.t.Fatalf("starting relay %s: %v", r.name, err)
@@ -88,7 +90,11 @@ func (r *relay) spawn() (*incarnation, error) {
 	inc := &incarnation{n: n, metricsAddr: fmt.Sprintf("127.0.0.1:%d", port), started: time.Now(), maxima: map[string]float64{}}
 	c := harness.RelayCommand(relayBin, r.s.p.Path, r.name)
 	c.LogPath = filepath.Join(r.s.dir, fmt.Sprintf("%s.%d.log", r.name, n))
-	c.Env = []string{"CHAOS_BROKERS=" + r.s.env.slots[r.slot], "CHAOS_METRICS_ADDR=" + inc.metricsAddr}
+	brokers := strings.Join(r.s.env.direct, ",")
+	if !r.s.o.Direct {
+		brokers = r.s.env.slots[r.slot]
+	}
+	c.Env = []string{"CHAOS_BROKERS=" + brokers, "CHAOS_METRICS_ADDR=" + inc.metricsAddr}
 	if r.s.cross() {
 		// The source cluster through this slot's own proxies to it.
 		c.Env = append(c.Env, "CHAOS_SOURCE_BROKERS="+r.s.src.slots[r.slot])
