@@ -137,10 +137,11 @@ type fleetSample struct {
 	// processes, every one run so far, and the broker used since the
 	// schedule began.
 	RelayCPU, BrokerCPU time.Duration
-	// PollRecords is the sum of sharerelay_poll_records of the running
-	// relays (each worker's poll size; 0 where the relay has no such
-	// gauge).
-	PollRecords int64
+	// PollRecords and Consumers are the sums of sharerelay_poll_records
+	// and sharerelay_share_consumers of the running relays (each
+	// worker's poll size and share consumers; 0 where the relay has no
+	// such gauges).
+	PollRecords, Consumers int64
 }
 
 // fleetChange is a change of the fleet size.
@@ -156,8 +157,8 @@ type member struct {
 	addr    string // its metrics endpoint
 	log     string
 	// released is the most sharerelay_released_on_last_delivery_total
-	// read from the process.
-	released atomic.Int64
+	// read from the process, resizes the most sharerelay_resizes_total.
+	released, resizes atomic.Int64
 }
 
 // fleet runs the relay instances of the fleet pipeline.
@@ -249,33 +250,39 @@ func (f *fleet) kill() {
 	f.stopping.Wait()
 }
 
-// released sums what every process released on a record's last delivery.
-func (f *fleet) released() int64 {
+// totals sums, over every process, the records released on their last
+// delivery and the resizes of share consumers.
+func (f *fleet) totals() (released, resizes int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var n int64
 	for _, m := range f.ever {
-		n += m.released.Load()
+		released += m.released.Load()
+		resizes += m.resizes.Load()
 	}
-	return n
+	return released, resizes
 }
 
 // scrape reads each running relay's metrics: it keeps the most records
-// each released on their last delivery, and returns the sum of their
-// workers' poll sizes.
-func (f *fleet) scrape(ctx context.Context) (pollRecords int64) {
+// each released on their last delivery and the most resizes, and returns
+// the sums of their workers' poll sizes and share consumers.
+func (f *fleet) scrape(ctx context.Context) (pollRecords, consumers int64) {
 	hc := &http.Client{Timeout: 500 * time.Millisecond}
 	for _, m := range f.running() {
-		vals, err := scrapeSums(ctx, hc, "http://"+m.addr+"/metrics", "sharerelay_released_on_last_delivery_total", "sharerelay_poll_records")
+		vals, err := scrapeSums(ctx, hc, "http://"+m.addr+"/metrics", "sharerelay_released_on_last_delivery_total",
+			"sharerelay_resizes_total", "sharerelay_poll_records", "sharerelay_share_consumers")
 		if err != nil {
 			continue // not listening yet, or stopping
 		}
 		if r := int64(vals[0]); r > m.released.Load() {
 			m.released.Store(r)
 		}
-		pollRecords += int64(vals[1])
+		if r := int64(vals[1]); r > m.resizes.Load() {
+			m.resizes.Store(r)
+		}
+		pollRecords += int64(vals[2])
+		consumers += int64(vals[3])
 	}
-	return pollRecords
+	return pollRecords, consumers
 }
 
 // scrapeSums reads a relay's metrics endpoint and sums the samples of each
@@ -593,14 +600,14 @@ func runFleet(ctx context.Context, opts options) (err error) {
 			if l, err := audit.ShareGroupLag(lctx, adm, p.Group, p.Source); err == nil {
 				lag = audit.TotalLag(l)
 			}
-			polls := f.scrape(lctx)
+			polls, consumers := f.scrape(lctx)
 			cancel()
 			relayCPU, brokerCPU := meter.read()
 			f.mu.Lock()
 			size := f.size
 			f.mu.Unlock()
 			s := fleetSample{At: time.Since(start), Plateau: int(plateau.Load()), Instances: size, Processes: len(f.running()), Output: oc.n.Load(),
-				Lag: lag, RelayCPU: relayCPU, BrokerCPU: brokerCPU, PollRecords: polls}
+				Lag: lag, RelayCPU: relayCPU, BrokerCPU: brokerCPU, PollRecords: polls, Consumers: consumers}
 			smu.Lock()
 			samples = append(samples, s)
 			bl.rate.Store(int64(recentRate(samples, fo.window)))
@@ -646,7 +653,8 @@ func runFleet(ctx context.Context, opts options) (err error) {
 	if prodErr != nil {
 		return fmt.Errorf("the fleet's backlog: %w", prodErr)
 	}
-	verdict, vErr := verifyFleet(ctx, br.seeds, p, bl.produced.Load(), f.released())
+	released, resizes := f.totals()
+	verdict, vErr := verifyFleet(ctx, br.seeds, p, bl.produced.Load(), released)
 
 	stats := plateauStats(samples, changes, scheduleEnd, fo.window)
 	printFleet(os.Stdout, fo, setting, stats, verdict)
@@ -656,6 +664,7 @@ func runFleet(ctx context.Context, opts options) (err error) {
 	for _, l := range f.stops {
 		fmt.Fprintln(os.Stdout, "  scale-in: "+l)
 	}
+	fmt.Fprintf(os.Stdout, "  share consumers resized while running: %d times (sharerelay_resizes_total, all processes)\n", resizes)
 	if fo.csvPath != "" {
 		if err := writeFleetCSV(fo.csvPath, samples); err != nil {
 			return err
@@ -901,7 +910,7 @@ func scheduleString(s []int) string {
 
 // fleetCSVHeader names the columns of the fleet's CSV, which
 // integration/cmd/fleetchart reads by these names.
-var fleetCSVHeader = []string{"t_s", "plateau", "instances", "processes", "output_total", "lag", "relay_cpu_s", "broker_cpu_s", "poll_records"}
+var fleetCSVHeader = []string{"t_s", "plateau", "instances", "processes", "output_total", "lag", "relay_cpu_s", "broker_cpu_s", "poll_records", "share_consumers"}
 
 // writeFleetCSV writes the samples to path, one row each.
 func writeFleetCSV(path string, samples []fleetSample) error {
@@ -916,7 +925,7 @@ func writeFleetCSV(path string, samples []fleetSample) error {
 			strconv.FormatFloat(s.At.Seconds(), 'f', 3, 64), strconv.Itoa(s.Plateau), strconv.Itoa(s.Instances), strconv.Itoa(s.Processes),
 			strconv.FormatInt(s.Output, 10), strconv.FormatInt(s.Lag, 10),
 			strconv.FormatFloat(s.RelayCPU.Seconds(), 'f', 2, 64), strconv.FormatFloat(s.BrokerCPU.Seconds(), 'f', 2, 64),
-			strconv.FormatInt(s.PollRecords, 10),
+			strconv.FormatInt(s.PollRecords, 10), strconv.FormatInt(s.Consumers, 10),
 		})
 	}
 	w.Flush()
