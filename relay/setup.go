@@ -238,11 +238,22 @@ func recordsPerBatch(consumers, maxRecords int) int {
 	return (consumers + 1) / 2 * maxRecords
 }
 
-// drainGrace is how long a share fetch in flight when a worker is told to
-// stop may still come back with records for the drain (shareSource.stop):
-// a busy broker answers a share fetch in milliseconds, and an idle one
-// would hold the stop for its whole wait.
+// drainGrace is how long, beyond the fetch's own wait, a share fetch in
+// flight when a worker is told to stop may still come back with records
+// for the drain (shareSource.stop). A broker answers a share fetch when it
+// has records or when the fetch's wait (client.consumer.fetch_max_wait)
+// is over, so a fetch given that wait is never cut short: one cut short
+// has its records acquired all the same, and they come back a delivery
+// later — at a scale-in, every leaving instance would spend a poll's worth
+// of deliveries. A busy broker answers in milliseconds; an idle one holds
+// the stop for its wait at most.
 const drainGrace = 250 * time.Millisecond
+
+// stopGrace is drainGrace beyond the source cluster's fetch wait, within
+// batch.drain_timeout.
+func (r *Relay) stopGrace() time.Duration {
+	return min(r.p.Batch.DrainTimeout, r.p.SourceCluster().Client.Consumer.FetchMaxWait+drainGrace)
+}
 
 // runDraining runs w until ctx ends and then drains it: w polls no more and
 // writes the records it holds (its batch in flight, the polls handed
@@ -262,7 +273,7 @@ func (r *Relay) runDraining(ctx context.Context, w *worker, log *slog.Logger) er
 		}
 		stopped <- time.Now()
 		drain := r.p.Batch.DrainTimeout
-		w.stop(min(drain, drainGrace))
+		w.stop(r.stopGrace())
 		if drain <= 0 {
 			stopWork()
 			return
