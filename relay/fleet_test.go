@@ -75,7 +75,7 @@ func TestWorkersFollowTheFleetFromOneInstanceToFourAndBack(t *testing.T) {
 		t.Errorf("the relays released %v records and broke an invariant %v times, want neither", o.released, o.breaks)
 	}
 	if o.resizesA != 2 {
-		t.Errorf("the first instance resized %v times, want 2 (to four instances and back)", o.resizesA)
+		t.Errorf("the first instance resized %v times, want 2 (to four instances and back); logs:\n%s", o.resizesA, o.logs)
 	}
 	if o.logLines < 2 {
 		t.Errorf("%d \"share consumers resized\" log lines, want one a change at least (the first instance's two); logs:\n%s", o.logLines, o.logs)
@@ -148,7 +148,9 @@ transforms:
 	)
 	start := func(name string) *fleetRelay {
 		r, err := New(Options{Pipeline: p, Instance: name, Logger: testLogger(&mu, &logs), LedgerMarkers: eos.MarkersAtSameOrNextEpoch,
-			FleetEvery: 100 * time.Millisecond, FleetSettle: 400 * time.Millisecond})
+			// Three instances joining together are one change when the
+			// settle covers their start-ups.
+			FleetEvery: 100 * time.Millisecond, FleetSettle: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -50,6 +50,9 @@ func (w *worker) quiesceForResize(ctx context.Context) error {
 	w.resizing = true
 	if failpoint.Hit(failpoint.ResizeAbrupt) != nil {
 		w.src.stop(0)
+		if err := w.awaitCommits(); err != nil {
+			return err
+		}
 		return w.replaceSource(ctx)
 	}
 	w.log.Debug("resizing share consumers: taking no new polls", "consumers", w.size.consumers, "max_records", w.size.maxRecords)

@@ -96,9 +96,9 @@ const (
 	ClaimWaitTimeout = "claim-wait-timeout"
 	// ResizeAbrupt: with "error", a worker resizing its share consumers
 	// (the fleet grew or shrank) replaces them at once, as a resize that
-	// does not first write and acknowledge what they hold would: polls
-	// in flight cut short, those handed over released, commits in the
-	// background not awaited (tests show what the drain prevents).
+	// does not first write what they hold would: polls in flight cut
+	// short, those handed over released (tests show what the drain
+	// prevents).
 	ResizeAbrupt = "resize-abrupt"
 )
 
