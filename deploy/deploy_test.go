@@ -293,7 +293,13 @@ type rule struct {
 
 func readRules(t *testing.T) ruleFile {
 	t.Helper()
-	b, err := os.ReadFile(alertsFile)
+	return readRuleFile(t, alertsFile)
+}
+
+// readRuleFile reads the rule file at path.
+func readRuleFile(t *testing.T, path string) ruleFile {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +307,7 @@ func readRules(t *testing.T) ruleFile {
 	dec.KnownFields(true)
 	var f ruleFile
 	if err := dec.Decode(&f); err != nil {
-		t.Fatalf("%s: %v", alertsFile, err)
+		t.Fatalf("%s: %v", path, err)
 	}
 	return f
 }

@@ -142,3 +142,30 @@ bound + 5s.
 {{- fail "terminationGracePeriodSeconds: the chart cannot read pipeline.config's batch.drain_timeout or output.transaction_timeout (a variable from a Secret?): set it to at least their sum + 10s" -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+sharerelay.pipelineName: the pipeline's name, the value of the label
+pipeline on every series the relay and its auditor export, which scopes the
+PrometheusRule and the autoscalers' query to this release: pipeline.name,
+else the name pipeline.config gives. It fails when neither is known (an
+existingConfigMap, a name from a Secret) or when the two differ: a wrong
+name would leave the alerts silent and the autoscaler blind.
+*/}}
+{{- define "sharerelay.pipelineName" -}}
+{{- $set := .Values.pipeline.name -}}
+{{- $file := "" -}}
+{{- if not .Values.pipeline.existingConfigMap -}}
+{{- $p := include "sharerelay.pipeline" . | fromYaml -}}
+{{- if hasKey $p "name" -}}
+{{- $file = include "sharerelay.value" (list (get $p "name") .) -}}
+{{- end -}}
+{{- end -}}
+{{- if and $set $file (ne $set $file) -}}
+{{- fail (printf "pipeline.name %q is not the name pipeline.config gives, %q: the alerts and the autoscaler would watch another pipeline's metrics" $set $file) -}}
+{{- end -}}
+{{- $name := $set | default $file -}}
+{{- if not $name -}}
+{{- fail "pipeline.name: the chart cannot read the pipeline's name from pipeline.config (an existingConfigMap, or a name from a Secret), and the PrometheusRule and the autoscaler select the relay's metrics by it: set pipeline.name to the name: of the pipeline file" -}}
+{{- end -}}
+{{- $name -}}
+{{- end -}}
