@@ -798,6 +798,13 @@ func volume(pod corev1.PodSpec, name string) *corev1.Volume {
 	return nil
 }
 
+// equalJSON tells whether a and b encode to the same JSON.
+func equalJSON(a, b any) bool {
+	x, errA := json.Marshal(a)
+	y, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(x, y)
+}
+
 // show prints what p points to, or "unset".
 func show[T any](p *T) string {
 	if p == nil {

@@ -43,6 +43,8 @@ type manifests struct {
 	pdbs            []*policyv1.PodDisruptionBudget
 	serviceMonitors []*monitoringv1.ServiceMonitor
 	prometheusRules []*monitoringv1.PrometheusRule
+	// deployments is the live audit's, when audit.enabled.
+	deployments   []*appsv1.Deployment
 	// kinds lists every object as apiVersion/kind name, in file order.
 	kinds []string
 	// notes is NOTES.txt, which helm install prints.
@@ -157,6 +159,8 @@ func (m *manifests) decode(file, text string) error {
 			obj = appendNew(&m.serviceMonitors)
 		case "monitoring.coreos.com/v1/PrometheusRule":
 			obj = appendNew(&m.prometheusRules)
+		case "apps/v1/Deployment":
+			obj = appendNew(&m.deployments)
 		case "v1/Secret":
 			return fmt.Errorf("%s: renders a Secret: the chart must reference Secrets, never write one", file)
 		default:

@@ -169,3 +169,69 @@ name would leave the alerts silent and the autoscaler blind.
 {{- end -}}
 {{- $name -}}
 {{- end -}}
+
+{{/*
+The auditor's labels: a name of its own, so that the StatefulSet's, the
+Service's and the PodDisruptionBudget's selectors (name and instance, which
+cannot change on an existing StatefulSet) never take the auditor's pod for
+an instance of the pipeline.
+*/}}
+{{- define "sharerelay.auditSelectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}-audit
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "sharerelay.auditLabels" -}}
+{{ include "sharerelay.auditSelectorLabels" . }}
+app.kubernetes.io/component: audit
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/*
+sharerelay.pipelineEnv: the variables pipeline.config interpolates, from
+env and secretEnv, as container env entries; the relay's pods and the
+auditor's read the same file with the same variables.
+*/}}
+{{- define "sharerelay.pipelineEnv" -}}
+{{- range $name, $value := .Values.env }}
+- name: {{ $name }}
+  value: {{ toString $value | quote }}
+{{- end }}
+{{- range .Values.secretEnv }}
+- name: {{ .name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: {{ .key }}
+{{- end }}
+{{- end -}}
+
+{{/* sharerelay.pipelineMounts: the pipeline file and secretFiles, read-only. */}}
+{{- define "sharerelay.pipelineMounts" -}}
+- name: pipeline
+  mountPath: /etc/sharerelay
+  readOnly: true
+{{- range $i, $f := .Values.secretFiles }}
+- name: secret-{{ $i }}
+  mountPath: {{ $f.mountPath }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* sharerelay.pipelineVolumes: the volumes of sharerelay.pipelineMounts. */}}
+{{- define "sharerelay.pipelineVolumes" -}}
+- name: pipeline
+  configMap:
+    name: {{ .Values.pipeline.existingConfigMap | default (include "sharerelay.fullname" .) }}
+    items:
+      - key: {{ ternary .Values.pipeline.existingConfigMapKey "pipeline.yaml" (ne .Values.pipeline.existingConfigMap "") }}
+        path: pipeline.yaml
+{{- range $i, $f := .Values.secretFiles }}
+- name: secret-{{ $i }}
+  secret:
+    secretName: {{ $f.secretName }}
+    defaultMode: 0440
+{{- end }}
+{{- end -}}
