@@ -2,20 +2,52 @@ package deploy
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // The chart's tests (deploy/helm, a module of its own) write what the
-// chart renders for a release of pipeline chartPipeline into this file,
-// and fail when it is stale: its queries are checked here, with the
+// chart renders for a release of pipeline chartPipeline into these files,
+// and fail when they are stale: the queries are checked here, with the
 // scanner the dashboard's and the shipped rules' queries go through, and
 // against the metrics the relay really exports.
 const (
-	chartRulesFile = "helm/testdata/orders-alerts.yaml"
-	chartPipeline  = "orders-to-jobs"
+	chartRulesFile       = "helm/testdata/orders-alerts.yaml"
+	chartAutoscalingFile = "helm/testdata/orders-autoscaling.yaml"
+	chartPipeline        = "orders-to-jobs"
 )
+
+// chartAutoscaling is chartAutoscalingFile.
+type chartAutoscaling struct {
+	Pipeline  string `yaml:"pipeline"`
+	KEDAQuery string `yaml:"kedaQuery"`
+	HPAMetric struct {
+		Name        string            `yaml:"name"`
+		MatchLabels map[string]string `yaml:"matchLabels"`
+	} `yaml:"hpaMetric"`
+}
+
+func readChartAutoscaling(t *testing.T) chartAutoscaling {
+	t.Helper()
+	b, err := os.ReadFile(chartAutoscalingFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a chartAutoscaling
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&a); err != nil {
+		t.Fatalf("%s: %v", chartAutoscalingFile, err)
+	}
+	if a.Pipeline != chartPipeline {
+		t.Fatalf("%s is for pipeline %q, want %q", chartAutoscalingFile, a.Pipeline, chartPipeline)
+	}
+	return a
+}
 
 // unscoped returns the selectors of q that do not match the pipeline
 // label to pipeline: every series of the relay and its auditor carries
@@ -79,5 +111,54 @@ func TestTheChartsRulesReadTheRelaysMetricsOfItsPipelineOnly(t *testing.T) {
 	}
 	if shipped := len(ruleQueries(t)); n != shipped {
 		t.Errorf("%s has %d rules, %s %d", chartRulesFile, n, alertsFile, shipped)
+	}
+}
+
+func TestTheChartsAutoscalersReadTheLagOfItsPipeline(t *testing.T) {
+	bySeries, _ := exported(t)
+	a := readChartAutoscaling(t)
+	const lag = "sharerelay_share_group_lag"
+
+	t.Run("KEDA's query: the lag of each partition, the max over instances, of the pipeline alone", func(t *testing.T) {
+		e, err := parsePromQL(a.KEDAQuery)
+		if err != nil {
+			t.Fatalf("%s: kedaQuery: %v", chartAutoscalingFile, err)
+		}
+		if !slices.Equal(e.names(), []string{lag}) {
+			t.Errorf("kedaQuery reads %q, want %s alone", e.names(), lag)
+		}
+		for _, s := range e.selectors {
+			if s.aggregation != "max" {
+				t.Errorf("kedaQuery aggregates %s with %q first; every instance reports the same lag: take the max over instances", s.name, s.aggregation)
+			}
+		}
+		if !slices.Equal(e.byLabels, []string{"partition", "topic"}) {
+			t.Errorf("kedaQuery takes the max by %q, want by topic and partition (then summed)", e.byLabels)
+		}
+		if bad := unscoped(query{expr: e, text: a.KEDAQuery}, chartPipeline); len(bad) > 0 {
+			t.Errorf("kedaQuery reads other pipelines' lag: %s", strings.Join(bad, ", "))
+		}
+	})
+
+	t.Run("the HPA's External metric is the lag, selected by labels the relay puts on it", func(t *testing.T) {
+		f, ok := bySeries[a.HPAMetric.Name]
+		if !ok || f.name != lag {
+			t.Fatalf("hpaMetric.name %q, want %s, a series the relay exports", a.HPAMetric.Name, lag)
+		}
+		for k := range a.HPAMetric.MatchLabels {
+			if !slices.Contains(f.labels, k) {
+				t.Errorf("hpaMetric selects on %s, which %s does not carry (it has %q)", k, f.name, f.labels)
+			}
+		}
+		if a.HPAMetric.MatchLabels["pipeline"] != chartPipeline {
+			t.Errorf("hpaMetric.matchLabels %v, want pipeline: %s", a.HPAMetric.MatchLabels, chartPipeline)
+		}
+	})
+}
+
+func TestLabelNamesReadsAMetricsDescription(t *testing.T) {
+	got := labelNames(`Desc{fqName: "x", help: "a {b}", unit: "", constLabels: {pipeline="p",state="pending"}, variableLabels: {topic,c(partition)}}`)
+	if want := []string{"pipeline", "state", "topic", "partition"}; !slices.Equal(got, want) {
+		t.Errorf("labelNames = %q, want %q", got, want)
 	}
 }

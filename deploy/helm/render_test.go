@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"helm.sh/helm/v4/pkg/chart/common"
 	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
@@ -17,6 +18,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/engine"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,6 +47,8 @@ type manifests struct {
 	prometheusRules []*monitoringv1.PrometheusRule
 	// deployments is the live audit's, when audit.enabled.
 	deployments   []*appsv1.Deployment
+	hpas          []*autoscalingv2.HorizontalPodAutoscaler
+	scaledObjects []*kedav1alpha1.ScaledObject
 	// kinds lists every object as apiVersion/kind name, in file order.
 	kinds []string
 	// notes is NOTES.txt, which helm install prints.
@@ -161,6 +165,10 @@ func (m *manifests) decode(file, text string) error {
 			obj = appendNew(&m.prometheusRules)
 		case "apps/v1/Deployment":
 			obj = appendNew(&m.deployments)
+		case "autoscaling/v2/HorizontalPodAutoscaler":
+			obj = appendNew(&m.hpas)
+		case "keda.sh/v1alpha1/ScaledObject":
+			obj = appendNew(&m.scaledObjects)
 		case "v1/Secret":
 			return fmt.Errorf("%s: renders a Secret: the chart must reference Secrets, never write one", file)
 		default:

@@ -235,3 +235,59 @@ auditor's read the same file with the same variables.
     defaultMode: 0440
 {{- end }}
 {{- end -}}
+
+{{/*
+sharerelay.autoscaling: "true" when an autoscaler owns the StatefulSet's
+replicas, after checking the autoscaling values: one autoscaler at most,
+minReplicas at most maxReplicas, and no scale-in faster than a pod drains.
+A pod removed at scale-in stops as any other, within
+terminationGracePeriodSeconds (the relay's shutdown bound, + 5s unless
+set): the scale-down window, and KEDA's cooldownPeriod, must be at least
+that, so that one removal has drained before the next is decided.
+*/}}
+{{- define "sharerelay.autoscaling" -}}
+{{- $as := .Values.autoscaling -}}
+{{- if and $as.keda.enabled $as.hpa.enabled -}}
+{{- fail "autoscaling.keda.enabled and autoscaling.hpa.enabled are both true: KEDA makes an HPA of its own, and two autoscalers would fight over the StatefulSet's replicas; turn one off" -}}
+{{- end -}}
+{{- if or $as.keda.enabled $as.hpa.enabled -}}
+{{- if gt (int $as.minReplicas) (int $as.maxReplicas) -}}
+{{- fail (printf "autoscaling.minReplicas %d is above autoscaling.maxReplicas %d" (int $as.minReplicas) (int $as.maxReplicas)) -}}
+{{- end -}}
+{{- $grace := include "sharerelay.gracePeriod" . | int -}}
+{{- $window := int $as.scaleDown.stabilizationWindowSeconds -}}
+{{- if lt $window $grace -}}
+{{- fail (printf "autoscaling.scaleDown.stabilizationWindowSeconds %d is shorter than the pods' drain budget, terminationGracePeriodSeconds %d (batch.drain_timeout + output.transaction_timeout + 10s, + 5s unless set): the autoscaler would remove the next instance while the last one still drains; raise it to at least %d" $window $grace $grace) -}}
+{{- end -}}
+{{- if $as.keda.enabled -}}
+{{- $cooldown := int $as.keda.cooldownPeriod -}}
+{{- if lt $cooldown $grace -}}
+{{- fail (printf "autoscaling.keda.cooldownPeriod %d is shorter than the pods' drain budget, terminationGracePeriodSeconds %d (batch.drain_timeout + output.transaction_timeout + 10s, + 5s unless set); raise it to at least %d" $cooldown $grace $grace) -}}
+{{- end -}}
+{{- if not $as.keda.serverAddress -}}
+{{- fail "autoscaling.keda.serverAddress: KEDA needs the address of the Prometheus that scrapes the relays (e.g. http://prometheus-operated.monitoring.svc:9090)" -}}
+{{- end -}}
+{{- end -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/*
+sharerelay.lagQuery: the share group's lag of the release's pipeline, in
+records: each partition's max over the instances (every instance reports
+the broker's same value), summed over the partitions.
+*/}}
+{{- define "sharerelay.lagQuery" -}}
+sum(max by (topic, partition) (sharerelay_share_group_lag{pipeline={{ include "sharerelay.pipelineName" . | quote }}}))
+{{- end -}}
+
+{{/*
+sharerelay.behavior: the HPA behavior of autoscaling.scaleUp and scaleDown,
+for the HPA and for the one KEDA makes.
+*/}}
+{{- define "sharerelay.behavior" -}}
+scaleUp:
+  {{- toYaml .Values.autoscaling.scaleUp | nindent 2 }}
+scaleDown:
+  {{- toYaml .Values.autoscaling.scaleDown | nindent 2 }}
+{{- end -}}
