@@ -30,6 +30,9 @@ const (
 // live auditor's, relay audit) registers.
 type family struct {
 	name, kind string // kind: counter, gauge, histogram, summary
+	// labels are the names of its labels, constant (pipeline) and
+	// variable, as its description gives them.
+	labels []string
 }
 
 // series returns the names under which Prometheus stores the family.
@@ -67,7 +70,30 @@ func (r *recorder) MustRegister(cs ...prometheus.Collector) {
 	}
 }
 
-var fqName = regexp.MustCompile(`^Desc\{fqName: "([^"]+)"`)
+var (
+	fqName      = regexp.MustCompile(`^Desc\{fqName: "([^"]+)"`)
+	descLabels  = regexp.MustCompile(`constLabels: \{(.*)\}, variableLabels: \{([^}]*)\}\}$`)
+	constLabel  = regexp.MustCompile(`(?:^|,)([a-zA-Z_][a-zA-Z0-9_]*)="`)
+	constrained = regexp.MustCompile(`^c\((.*)\)$`)
+)
+
+// labelNames reads the label names of a metric's description.
+func labelNames(desc string) []string {
+	m := descLabels.FindStringSubmatch(desc)
+	if m == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range constLabel.FindAllStringSubmatch(m[1], -1) {
+		out = append(out, c[1])
+	}
+	for _, v := range strings.Split(m[2], ",") {
+		if v != "" {
+			out = append(out, constrained.ReplaceAllString(v, "$1"))
+		}
+	}
+	return out
+}
 
 // exported returns every metric metrics.New and live.NewMetrics register
 // on a fresh registry, by the name of each series Prometheus stores.
@@ -87,7 +113,10 @@ func exported(t *testing.T) (bySeries map[string]family, families []family) {
 			if m == nil {
 				t.Fatalf("cannot read the name of %s", d)
 			}
-			f := family{name: m[1], kind: kind}
+			f := family{name: m[1], kind: kind, labels: labelNames(d.String())}
+			if len(f.labels) == 0 {
+				t.Fatalf("cannot read the labels of %s", d)
+			}
 			if seen[f.name] {
 				continue // one family in several collectors (ledger_claims by state)
 			}
@@ -293,7 +322,13 @@ type rule struct {
 
 func readRules(t *testing.T) ruleFile {
 	t.Helper()
-	b, err := os.ReadFile(alertsFile)
+	return readRuleFile(t, alertsFile)
+}
+
+// readRuleFile reads the rule file at path.
+func readRuleFile(t *testing.T, path string) ruleFile {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +336,7 @@ func readRules(t *testing.T) ruleFile {
 	dec.KnownFields(true)
 	var f ruleFile
 	if err := dec.Decode(&f); err != nil {
-		t.Fatalf("%s: %v", alertsFile, err)
+		t.Fatalf("%s: %v", path, err)
 	}
 	return f
 }

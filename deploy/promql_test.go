@@ -26,6 +26,9 @@ type selector struct {
 // parsedExpr is what the scanner reads from one expression.
 type parsedExpr struct {
 	selectors []selector
+	// matchers holds, for each selector, its label matchers as written
+	// ({a="b"}), or "" when it has none.
+	matchers []string
 	// byLabels are the labels named in every by (...) clause: the labels
 	// an alert's $labels can hold when its expression aggregates.
 	byLabels []string
@@ -244,6 +247,11 @@ func parsePromQL(expr string) (parsedExpr, error) {
 					}
 				}
 				out.selectors = append(out.selectors, selector{name: t.text, aggregation: agg})
+				m := ""
+				if next().kind == tSelector {
+					m = next().text
+				}
+				out.matchers = append(out.matchers, m)
 			}
 		}
 	}
@@ -336,6 +344,16 @@ func TestParsePromQL(t *testing.T) {
 				t.Errorf("by labels = %q, want %q", got.byLabels, tt.by)
 			}
 		})
+	}
+}
+
+func TestParsePromQLKeepsEachSelectorsMatchers(t *testing.T) {
+	p, err := parsePromQL(`sum(rate(a{pipeline="p", x=~"}"}[5m])) / b offset 5m + c{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{`{pipeline="p", x=~"}"}`, "", "{}"}; !slices.Equal(p.matchers, want) {
+		t.Errorf("matchers = %q, want %q", p.matchers, want)
 	}
 }
 

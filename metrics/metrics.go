@@ -96,6 +96,12 @@ type Metrics struct {
 	LockDuration           prometheus.Gauge
 	AcquireWholeBatches    prometheus.Gauge
 	ShareGroupLag          *prometheus.GaugeVec
+	// PollRecords and ShareConsumers are each worker's poll size and
+	// share consumers now; Resizes counts the times a worker moved its
+	// consumers to a new size while running (the fleet grew or shrank).
+	PollRecords    *prometheus.GaugeVec
+	ShareConsumers *prometheus.GaugeVec
+	Resizes        *prometheus.CounterVec
 	// PhaseSeconds is where a worker's time goes, by phase (Phase*).
 	PhaseSeconds *prometheus.HistogramVec
 
@@ -240,12 +246,24 @@ func (m *Metrics) newStateMetrics(f factory) {
 		Namespace: "sharerelay", Name: "share_group_lag", ConstLabels: f.c,
 		Help: "Records of a source partition not yet acknowledged by the share group, from the broker's share-group offsets (every instance reports the same value: aggregate with max).",
 	}, []string{"topic", "partition"})
+	m.PollRecords = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "sharerelay", Name: "poll_records", ConstLabels: f.c,
+		Help: "The records each of a worker's share consumers asks for in one poll, as sized to the group's record locks shared among the relay instances in the group; it follows the fleet as instances come and go.",
+	}, []string{"worker"})
+	m.ShareConsumers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "sharerelay", Name: "share_consumers", ConstLabels: f.c,
+		Help: "The share consumers a worker runs now.",
+	}, []string{"worker"})
+	m.Resizes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "sharerelay", Name: "resizes_total", ConstLabels: f.c,
+		Help: "Times a worker replaced its share consumers with ones of a new size while running, after every record they held was acknowledged (the relay instances in the group changed).",
+	}, []string{"worker"})
 	m.PhaseSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "sharerelay", Name: "phase_seconds", ConstLabels: f.c,
 		Help:    "Time the workers spend per phase of a batch: poll (waiting for records that came), idle (a poll that came back empty), transform, produce (outputs and claims, until acknowledged), claim_check (exactly-once), commit, ack. The sums show where the time goes.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14),
 	}, []string{"phase"})
-	f.reg.MustRegister(m.Paused, m.Ready, m.LockBudget, m.LockDuration, m.AcquireWholeBatches, m.ShareGroupLag, m.PhaseSeconds)
+	f.reg.MustRegister(m.Paused, m.Ready, m.LockBudget, m.LockDuration, m.AcquireWholeBatches, m.ShareGroupLag, m.PollRecords, m.ShareConsumers, m.Resizes, m.PhaseSeconds)
 }
 
 // newLedgerMetrics registers the claim ledger's metrics, which read

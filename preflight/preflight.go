@@ -84,8 +84,11 @@ func (r *Report) add(s Status, check, format string, args ...any) {
 // registries are checked last, whether or not the clusters answered. It
 // returns when every check has run, or ctx ends; a check cut short by ctx
 // fails.
-func Check(ctx context.Context, p *config.Pipeline, sinkOpts, sourceOpts []kgo.Opt) *Report {
+func Check(ctx context.Context, p *config.Pipeline, sinkOpts, sourceOpts []kgo.Opt, opts ...Option) *Report {
 	c := &checker{p: p, rep: &Report{}}
+	for _, o := range opts {
+		o(c)
+	}
 	if p.CrossCluster() {
 		c.crossCluster(ctx, sinkOpts, sourceOpts)
 	} else {
@@ -137,7 +140,19 @@ type checker struct {
 	// written are the topics the relay writes that the topic check
 	// found, or found it may create, for the replication check.
 	written []written
+	// instances is the fleet being planned (WithInstances); 0 checks
+	// for the relay instances in the group now and this one.
+	instances int
 }
+
+// Option changes what Check checks.
+type Option func(*checker)
+
+// WithInstances checks a planned fleet of n relay instances of the
+// pipeline: each instance's poll size is sized for n instances sharing
+// the group's record locks, and a fleet line says whether the
+// delivery-limit and lock-budget rules hold for it.
+func WithInstances(n int) Option { return func(c *checker) { c.instances = n } }
 
 // shareGroupLimits checks what the share group's settings allow the
 // relay: the record lock duration, the delivery limit's spares, the share
@@ -147,7 +162,7 @@ func (c *checker) shareGroupLimits(ctx context.Context) {
 	limit, from := c.deliveryLimit(ctx)
 	c.deadLetterSpares(limit, from)
 	c.shareConsumers(limit, from)
-	c.pollSize(ctx, limit)
+	c.pollSize(ctx, limit, from)
 }
 
 // retryFor bounds the retries of a request that fails with a retriable
@@ -640,14 +655,7 @@ func (c *checker) deliveryLimit(ctx context.Context) (int, string) {
 // failing record without its dead letter.
 func (c *checker) deadLetterSpares(limit int, from string) {
 	const check = "dead-letter spares"
-	attempts := c.p.DeadLetter.MaxAttempts
-	if attempts == 0 {
-		base := limit
-		if c.plan.AttemptsLimit > 0 {
-			base = min(limit, c.plan.AttemptsLimit)
-		}
-		attempts = config.DefaultMaxAttempts(base)
-	}
+	attempts := c.attempts(limit)
 	need, sessions := 2, 0
 	if c.p.Workers > 0 && c.p.Batch.Consumers > 0 {
 		sessions = c.p.Workers * sharegroup.ConsumersPerWorker(c.p.Workers, c.p.Batch.Consumers, limit)
@@ -691,28 +699,95 @@ func (c *checker) shareConsumers(limit int, from string) {
 // records each asks for a poll, and why: the relay sizes what the file
 // leaves to it to the record locks the group can give an instance
 // (sharegroup.Size), shared with the relay instances in the group now
-// and the one being checked. limit is the delivery limit
+// and the one being checked, or with the planned fleet (WithInstances),
+// whose rules it then judges (fleet). limit is the delivery limit
 // (shareConsumers).
-func (c *checker) pollSize(ctx context.Context, limit int) {
-	const check = "poll size"
+func (c *checker) pollSize(ctx context.Context, limit int, from string) {
+	check := "poll size"
 	workers, want := c.p.Workers, c.p.Batch.Consumers
 	if workers <= 0 || want <= 0 {
 		return
 	}
 	cset, mset := c.p.Batch.Explicit()
-	locks, from := c.plannedSetting(ctx, sharegroup.RecordLocks, "group.share.partition.max.record.locks")
+	locks, locksFrom := c.plannedSetting(ctx, sharegroup.RecordLocks, "group.share.partition.max.record.locks")
 	d := sharegroup.Demand{Workers: workers, Consumers: want, MaxRecords: c.p.Batch.MaxRecords, ConsumersSet: cset, MaxRecordsSet: mset,
 		ConsumersCap: sharegroup.ConsumersPerWorker(workers, want, limit), Partitions: c.sourceParts, RecordLocks: locks, Instances: 1}
-	if ids, err := sharegroup.Members(ctx, kadm.NewClient(c.src.cl), c.p.Source.Group); err == nil {
+	if c.instances > 0 {
+		d.Instances = c.instances
+		check = fmt.Sprintf("poll size for %s", plural(c.instances, "instance"))
+	} else if ids, err := sharegroup.Members(ctx, kadm.NewClient(c.src.cl), c.p.Source.Group); err == nil {
 		d.Instances, _ = sharegroup.InstancesOf(ids, "")
 	}
 	s := sharegroup.Size(d)
 	if s.Short {
 		c.src.add(Warn, check, "record locks short: %s (the record lock limit from %s): share fetches come back with fewer records, and exactly-once makes each piece a transaction; %s",
-			s.Why, from, sharegroup.ShortAdvice)
+			s.Why, locksFrom, sharegroup.ShortAdvice)
+	} else {
+		c.src.add(OK, check, "%s", s.Why)
+	}
+	if c.instances > 0 {
+		c.fleet(d, s, limit, from, locksFrom)
+	}
+}
+
+// fleet judges a planned fleet of c.instances instances, each sized s for
+// demand d, by the two rules a fleet must keep:
+//   - the delivery limit: a crash of one instance can cost a record one
+//     delivery per share consumer of the instance (workers × consumers),
+//     which the spares past the dead-letter attempts must cover, whatever
+//     the fleet's size;
+//   - the lock budget: what the fleet holds at once (instances × workers
+//     × consumers × records a poll) fits the group's record locks over
+//     the source partitions, or fetches come back in pieces.
+func (c *checker) fleet(d sharegroup.Demand, s sharegroup.Sizing, limit int, from, locksFrom string) {
+	check := fmt.Sprintf("fleet of %s", plural(c.instances, "instance"))
+	held := c.instances * d.Workers * s.Consumers * s.MaxRecords
+	consumers := d.Workers * s.Consumers
+	spare := limit - c.attempts(limit)
+	var broken []string
+	lockRule := "the group's record locks are unknown"
+	if d.Partitions > 0 && d.RecordLocks > 0 {
+		budget := d.Partitions * d.RecordLocks
+		lockRule = fmt.Sprintf("%d records held at most (%d × %d workers × %d × %d), of the group's %d record locks (%s × %d, from %s)",
+			held, c.instances, d.Workers, s.Consumers, s.MaxRecords, budget, plural(d.Partitions, "partition"), d.RecordLocks, locksFrom)
+		if held > budget {
+			broken = append(broken, "lock budget")
+			lockRule += ": short, fetches come back in pieces (" + sharegroup.ShortAdvice + ")"
+		}
+	}
+	deliveryRule := fmt.Sprintf("a crash of one instance costs a record at most %d deliveries (%d workers × %d consumers), covered by the %d spares of delivery limit %d (from %s)",
+		consumers, d.Workers, s.Consumers, spare, limit, from)
+	if spare < max(2, consumers) {
+		broken = append(broken, "delivery limit")
+		deliveryRule = fmt.Sprintf("a crash of one instance can cost a record %d deliveries (%d workers × %d consumers), more than the %d spares of delivery limit %d (from %s): raise %s to %d",
+			max(2, consumers), d.Workers, s.Consumers, spare, limit, from, sharegroup.DeliveryCountLimit, limit-spare+max(2, consumers))
+	}
+	if len(broken) > 0 {
+		c.src.add(Warn, check, "%s broken: %s; %s", strings.Join(broken, " and "), lockRule, deliveryRule)
 		return
 	}
-	c.src.add(OK, check, "%s", s.Why)
+	c.src.add(OK, check, "delivery-limit and lock-budget rules hold: %s; %s", lockRule, deliveryRule)
+}
+
+// attempts is the dead-letter attempts the relay will give a failing
+// record under the group's delivery limit limit (deadLetterSpares).
+func (c *checker) attempts(limit int) int {
+	if a := c.p.DeadLetter.MaxAttempts; a > 0 {
+		return a
+	}
+	base := limit
+	if c.plan.AttemptsLimit > 0 {
+		base = min(limit, c.plan.AttemptsLimit)
+	}
+	return config.DefaultMaxAttempts(base)
+}
+
+// plural is n and word, with an s when n is not 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 // acquireMode says which acquire mode the relay will run with

@@ -81,7 +81,7 @@ func (w *worker) hold(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	case <-ctx.Done():
-	case <-w.src.stopped():
+	case <-w.quit:
 	}
 	return false
 }
@@ -90,7 +90,7 @@ func (w *worker) hold(ctx context.Context, d time.Duration) bool {
 // new records, and writes (drains) those it holds.
 func (w *worker) stopping() bool {
 	select {
-	case <-w.src.stopped():
+	case <-w.quit:
 		return true
 	default:
 		return false

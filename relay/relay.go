@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,7 @@ import (
 	"github.com/sharerelay/sharerelay/internal/kgolog"
 	"github.com/sharerelay/sharerelay/internal/wait"
 	"github.com/sharerelay/sharerelay/metrics"
+	"github.com/sharerelay/sharerelay/sharegroup"
 	"github.com/sharerelay/sharerelay/transform"
 )
 
@@ -60,6 +62,11 @@ type Options struct {
 	// zero value is Apache Kafka's. Only a relay on franz-go's kfake
 	// (tests, the embedded demo) sets eos.MarkersAtSameOrNextEpoch.
 	LedgerMarkers eos.MarkerEpochs
+	// FleetEvery is how often the relay counts the relay instances in
+	// its share group, and FleetSettle how long a new count must hold
+	// before the workers resize their share consumers to it (zero: 5 s
+	// and 10 s; see watchFleet).
+	FleetEvery, FleetSettle time.Duration
 }
 
 // Relay runs one pipeline in this process.
@@ -83,10 +90,18 @@ type Relay struct {
 	// batch.max_records, sized by startUp to the group's delivery limit
 	// and record locks (sharegroup.Size); startUp runs before any worker.
 	consumers, maxRecords int
+	// target is the size the workers' share consumers are to have now:
+	// startUp's, then what watchFleet chooses as relay instances come and
+	// go. instances is the relay instances startUp counted in the group.
+	target    atomic.Pointer[size]
+	instances int
 	// parts is the number of source partitions startUp found, and
-	// resizeNoted the sizing noteResize last logged.
+	// groupLimits the share group's limits, as last read.
 	parts       int
-	resizeNoted string
+	groupLimits atomic.Pointer[sharegroup.Limits]
+	// fleetEvery and fleetSettle are watchFleet's interval and
+	// hysteresis (tests shorten them).
+	fleetEvery, fleetSettle time.Duration
 	// wholeBatches says the share consumers acquire whole record batches
 	// (batch.acquire_mode resolved by startUp: config.Batch.Acquire).
 	wholeBatches bool
@@ -168,6 +183,9 @@ func New(opts Options) (*Relay, error) {
 		health: newHealth(log, m),
 		kafka:  kafka,
 		kgoLog: kgolog.New(log, kgoLogWindow),
+
+		fleetEvery:  cmp.Or(opts.FleetEvery, fleetEvery),
+		fleetSettle: cmp.Or(opts.FleetSettle, fleetSettle),
 	}, nil
 }
 
@@ -265,6 +283,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return r.watchTopicIDs(gctx, topicIDs) })
 	g.Go(func() error { return r.refreshLimits(gctx, 30*time.Second) })
+	g.Go(func() error { return r.watchFleet(gctx, r.fleetEvery, r.fleetSettle) })
 	g.Go(func() error { return r.watchLag(gctx, 15*time.Second) })
 	g.Go(func() error { return r.watchRetiredIDs(gctx) })
 	if r.ledger != nil {

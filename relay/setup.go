@@ -34,17 +34,29 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		return fmt.Errorf("relay: worker %d: %w", i, err)
 	}
 	defer closeLanes(lanes)
-	clients, err := r.newShareConsumers(i, log, &disruptions{count: r.m.SourceDisruptions.WithLabelValues(strconv.Itoa(i))})
+	srcDisrupt := &disruptions{count: r.m.SourceDisruptions.WithLabelValues(strconv.Itoa(i))}
+	sourceOf := func(s size) (*shareSource, error) {
+		clients, err := r.newShareConsumers(i, s, log, srcDisrupt)
+		if err != nil {
+			return nil, err
+		}
+		return newShareSource(clients, r.p.Source.Group, s.maxRecords, r.wholeBatches, func(n int) { r.m.InvariantBreaks.Add(float64(n)) }), nil
+	}
+	start := r.wantSize()
+	src, err := sourceOf(start)
 	if err != nil {
 		ready()
 		return fmt.Errorf("relay: worker %d: %w", i, err)
 	}
-	src := newShareSource(clients, r.p.Source.Group, r.maxRecords, r.wholeBatches, func(n int) { r.m.InvariantBreaks.Add(float64(n)) })
 	w := r.newWorker(i, log, topicIDs, src, lanes, disrupt)
+	w.size, w.want, w.newSource = start, r.wantSize, sourceOf
+	w.perBatch = recordsPerBatch(start.consumers, start.maxRecords)
+	r.m.PollRecords.WithLabelValues(w.label).Set(float64(start.maxRecords))
+	r.m.ShareConsumers.WithLabelValues(w.label).Set(float64(start.consumers))
 	ready()
 	log.Info("worker started", "transactional_id", r.TransactionalID(i))
 	runErr := r.runDraining(ctx, w, log)
-	r.leaveGroup(ctx, w, clients)
+	r.leaveGroup(ctx, w)
 	r.health.fine(i)
 	log.Info("worker stopped", "err", runErr)
 	return runErr
@@ -126,21 +138,22 @@ func closeLanes(lanes []*lane) {
 	}
 }
 
-// newShareConsumers creates worker i's share consumers (batch.consumers,
-// as sized to the group's delivery limit and record locks), whose polls
-// the worker writes together (see shareSource).
+// newShareConsumers creates worker i's share consumers of size s
+// (batch.consumers and batch.max_records, as sized to the group's
+// delivery limit and record locks), whose polls the worker writes
+// together (see shareSource).
 //
 // Their failures on the wire are counted in srcDisrupt
 // (sharerelay_source_disruptions_total).
-func (r *Relay) newShareConsumers(i int, log *slog.Logger, srcDisrupt *disruptions) ([]*kgo.Client, error) {
+func (r *Relay) newShareConsumers(i int, s size, log *slog.Logger, srcDisrupt *disruptions) ([]*kgo.Client, error) {
 	label := strconv.Itoa(i)
-	clients := make([]*kgo.Client, 0, r.consumers)
-	for c := range r.consumers {
+	clients := make([]*kgo.Client, 0, s.consumers)
+	for c := range s.consumers {
 		opts := r.sourceClientOpts(
 			kgo.ClientID(sharegroup.ClientID(r.transactionalIDPrefix(), i, c)),
 			kgo.ShareGroup(r.p.Source.Group),
 			kgo.ConsumeTopics(r.p.Source.Topics...),
-			kgo.ShareMaxRecords(int32(r.maxRecords)),
+			kgo.ShareMaxRecords(int32(s.maxRecords)),
 			// Fetch only inside a poll (no fetching ahead), and the
 			// source takes all a poll fetched (newShareSource): records
 			// acquired beyond what the worker holds would sit in the
@@ -186,7 +199,7 @@ func (r *Relay) newWorker(i int, log *slog.Logger, topicIDs map[string][16]byte,
 		outputTopic: r.p.Output.Topic, dlqTopic: r.p.DeadLetter.Topic, writes: r.p.OutputTopics(), spans: spans,
 		limits: &r.limits, txnTimeout: r.p.Output.TransactionTimeout, pollTimeout: r.p.Batch.PollTimeout, linger: r.p.Batch.Linger,
 		topicIDs: topicIDs, renewEvery: r.renewEvery(),
-		src: src, perBatch: recordsPerBatch(r.consumers, r.maxRecords), concurrency: r.p.Batch.TransformConcurrency,
+		src: src, quit: make(chan struct{}), perBatch: recordsPerBatch(r.consumers, r.maxRecords), concurrency: r.p.Batch.TransformConcurrency,
 		cur:     lanes[0],
 		disrupt: disrupt, chain: r.chain, m: r.m, health: r.health, log: log, now: time.Now,
 		sizes:             func() map[string]int { return *r.sizes.Load() },
@@ -225,11 +238,22 @@ func recordsPerBatch(consumers, maxRecords int) int {
 	return (consumers + 1) / 2 * maxRecords
 }
 
-// drainGrace is how long a share fetch in flight when a worker is told to
-// stop may still come back with records for the drain (shareSource.stop):
-// a busy broker answers a share fetch in milliseconds, and an idle one
-// would hold the stop for its whole wait.
+// drainGrace is how long, beyond the fetch's own wait, a share fetch in
+// flight when a worker is told to stop may still come back with records
+// for the drain (shareSource.stop). A broker answers a share fetch when it
+// has records or when the fetch's wait (client.consumer.fetch_max_wait)
+// is over, so a fetch given that wait is never cut short: one cut short
+// has its records acquired all the same, and they come back a delivery
+// later — at a scale-in, every leaving instance would spend a poll's worth
+// of deliveries. A busy broker answers in milliseconds; an idle one holds
+// the stop for its wait at most.
 const drainGrace = 250 * time.Millisecond
+
+// stopGrace is drainGrace beyond the source cluster's fetch wait, within
+// batch.drain_timeout.
+func (r *Relay) stopGrace() time.Duration {
+	return min(r.p.Batch.DrainTimeout, r.p.SourceCluster().Client.Consumer.FetchMaxWait+drainGrace)
+}
 
 // runDraining runs w until ctx ends and then drains it: w polls no more and
 // writes the records it holds (its batch in flight, the polls handed
@@ -249,7 +273,7 @@ func (r *Relay) runDraining(ctx context.Context, w *worker, log *slog.Logger) er
 		}
 		stopped <- time.Now()
 		drain := r.p.Batch.DrainTimeout
-		w.src.stop(min(drain, drainGrace))
+		w.stop(r.stopGrace())
 		if drain <= 0 {
 			stopWork()
 			return
@@ -279,15 +303,24 @@ func (r *Relay) runDraining(ctx context.Context, w *worker, log *slog.Logger) er
 // anything the clients still buffer) and the share consumers closed. One
 // short budget for all: with the broker gone they cannot succeed, and
 // the records' locks expire anyway.
-func (r *Relay) leaveGroup(ctx context.Context, w *worker, clients []*kgo.Client) {
-	if n := w.src.close(); n > 0 {
-		r.m.Acks.WithLabelValues(w.label, metrics.AckRelease).Add(float64(n))
+func (r *Relay) leaveGroup(ctx context.Context, w *worker) {
+	closeConsumers(ctx, w, w.src)
+}
+
+// closeConsumers closes src and its share consumers (leaveGroup; a
+// resize): polls handed over but not taken are released, the
+// acknowledgements sent, the group left and the consumers closed, within
+// one short budget for all.
+func closeConsumers(ctx context.Context, w *worker, src *shareSource) {
+	if n := src.close(); n > 0 {
+		w.m.Acks.WithLabelValues(w.label, metrics.AckRelease).Add(float64(n))
 		w.log.Info("released records handed over but not taken (drain timeout)", "records", n)
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	var tear sync.WaitGroup
-	for _, cl := range clients {
+	for _, f := range src.fetchers {
+		cl := f.cl
 		tear.Go(func() {
 			if err := cl.FlushAcks(fctx); err != nil {
 				w.log.Warn("flushing acknowledgements at shutdown", "err", err)

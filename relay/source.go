@@ -41,6 +41,9 @@ type shareSource struct {
 	stopping chan struct{}
 	stopOnce sync.Once
 	idle     chan struct{}
+	// timers cancel the fetchers' context at the end of a stop's grace;
+	// close stops them.
+	timers []*time.Timer
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -92,15 +95,19 @@ func newShareSource(clients []*kgo.Client, group string, maxRecords int, wholeBa
 // what its fetch acquired, which is handed over like any poll — those
 // records are acquired, and writing them is what keeps their delivery
 // from being spent for nothing — and is then cut short.
+//
+// stop may be called again with a shorter grace (a worker quiesced for a
+// resize and then told to shut down): the shortest wins.
 func (s *shareSource) stop(grace time.Duration) {
-	s.stopOnce.Do(func() {
-		close(s.stopping)
-		if grace <= 0 {
-			s.cancel()
-			return
-		}
-		time.AfterFunc(grace, s.cancel)
-	})
+	s.stopOnce.Do(func() { close(s.stopping) })
+	if grace <= 0 {
+		s.cancel()
+		return
+	}
+	t := time.AfterFunc(grace, s.cancel)
+	s.mu.Lock()
+	s.timers = append(s.timers, t)
+	s.mu.Unlock()
 }
 
 // stopped is closed once stop has been called.
@@ -302,6 +309,9 @@ func (s *shareSource) close() int {
 	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, t := range s.timers {
+		t.Stop()
+	}
 	n := 0
 	for _, p := range s.waiting {
 		p.f.cl.MarkAcks(kgo.AckRelease, p.recs...)

@@ -251,9 +251,10 @@ func (r *Relay) sizeConsumers(ctx context.Context, cl *kgo.Client, l sharegroup.
 	if others > 0 {
 		r.log.Info("the share group has members that are not relay instances; their record locks are not counted", "members", others)
 	}
-	r.parts = parts
+	r.parts, r.instances = parts, d.Instances
 	s := sharegroup.Size(d)
 	r.consumers, r.maxRecords = s.Consumers, s.MaxRecords
+	r.target.Store(&size{s.Consumers, s.MaxRecords})
 	if s.Short {
 		r.log.Warn("record locks short: "+s.Why+"; share fetches come back with fewer records, and exactly-once, which holds every record through its commit, makes each piece a transaction of its own; "+sharegroup.ShortAdvice,
 			"consumers", s.Consumers, "max_records", s.MaxRecords)
@@ -282,27 +283,6 @@ func (r *Relay) demand(ctx context.Context, cl *kgo.Client, l sharegroup.Limits,
 	return d, others, nil
 }
 
-// noteResize logs, once for each change, when the relay instances in the
-// group or its limits have changed since start so that sizing would now
-// choose other consumers or records a poll (sharegroup.Size). The
-// running workers keep theirs: a share consumer's poll size is fixed when
-// it is created, and closing one releases the records it holds, so the
-// new size takes effect at the next start.
-func (r *Relay) noteResize(ctx context.Context, cl *kgo.Client, l sharegroup.Limits) {
-	d, _, err := r.demand(ctx, cl, l, r.parts)
-	if err != nil {
-		return
-	}
-	s := sharegroup.Size(d)
-	key := fmt.Sprintf("%d×%d", s.Consumers, s.MaxRecords)
-	if s.Consumers == r.consumers && s.MaxRecords == r.maxRecords || key == r.resizeNoted {
-		return
-	}
-	r.resizeNoted = key
-	r.log.Info("the share group changed since start: a restart would size share consumers to "+s.Why,
-		"instances", d.Instances, "consumers", r.consumers, "max_records", r.maxRecords, "would_be_consumers", s.Consumers, "would_be_max_records", s.MaxRecords)
-}
-
 // setLimits derives the attempts a failing record gets from the group's
 // limits, and publishes them to the workers.
 func (r *Relay) setLimits(l sharegroup.Limits) {
@@ -321,6 +301,7 @@ func (r *Relay) setLimits(l sharegroup.Limits) {
 		r.log.Warn("dead_letter.max_attempts leaves one spare delivery: a crash can cost a record two (the one it held, and one a share fetch left waiting in the broker acquires for the dead connection), so the broker may archive it without a dead letter; raise share.delivery.count.limit to 4 or more",
 			"max_attempts", a, "delivery_count_limit", l.DeliveryCountLimit)
 	}
+	r.groupLimits.Store(&l)
 	r.limits.limitV.Store(int32(l.DeliveryCountLimit))
 	r.limits.lockMs.Store(int64(l.LockDurationMs))
 	r.m.LockDuration.Set(float64(l.LockDurationMs) / 1000)
@@ -339,7 +320,6 @@ func (r *Relay) refreshLimits(ctx context.Context, interval time.Duration) error
 		return r.every(gctx, interval, r.sourceClientOpts, func(cl *kgo.Client) error {
 			if l, err := sharegroup.EffectiveLimits(gctx, cl, r.p.Source.Group); err == nil {
 				r.setLimits(l)
-				r.noteResize(gctx, cl, l)
 			}
 			return nil
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -43,7 +44,19 @@ func (w *worker) run(ctx context.Context) error {
 	defer w.m.WorkersRunning.Dec()
 	backoff := 100 * time.Millisecond
 	failures := 0 // batches in a row released after a transaction that did not commit
-	for ctx.Err() == nil && !w.src.exhausted() {
+	for ctx.Err() == nil {
+		if w.src.exhausted() {
+			if !w.resizing || w.stopping() {
+				break
+			}
+			if err := w.resize(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := w.quiesceForResize(ctx); err != nil {
+			return errors.Join(err, w.awaitCommits())
+		}
 		// Never take records while unable to write them: a worker whose
 		// transactions fail at once would acquire and release records
 		// in a tight loop, burning their deliveries until the broker
@@ -331,7 +344,22 @@ type worker struct {
 
 	topicIDs map[string][16]byte // source topic IDs, resolved at start
 
-	src *shareSource
+	// src is where the worker's records come from. Only the worker's
+	// loop replaces it (resize.go); srcMu guards it against stop, which
+	// runs beside the loop. quit is closed by stop: the worker takes no
+	// new records and drains what it holds.
+	src      *shareSource
+	srcMu    sync.Mutex
+	quit     chan struct{}
+	quitOnce sync.Once
+	// size is src's share consumers and records a poll. want returns
+	// the size the fleet asks of each worker now (nil: the size never
+	// changes), resizing is set while src is quiesced for a resize, and
+	// newSource creates the share consumers of a size and their source.
+	size      size
+	want      func() size
+	resizing  bool
+	newSource func(size) (*shareSource, error)
 	// cur is the lane (a transactional producer and its Guard) the next
 	// transaction uses; spare is the worker's other lane (exactly-once
 	// with batch.background_commit; nil otherwise). Transactions

@@ -111,3 +111,47 @@ func TestCheckFailsAnOutputSchemaTheRegistryDoesNotHaveUnlessTheRelayRegistersIt
 		t.Fatalf("the registry was asked %d times and answers %s for jobs-value: want asked, and the subject still missing", reg.Requests.Load(), resp.Status)
 	}
 }
+
+// relay check --instances N sizes each instance of a planned fleet of N
+// and judges the fleet's rules. On 3 partitions of 2,000 record locks
+// (kfake's default, which the relay cannot raise there), 2 workers of
+// relay-sized polls fit at 1, 4 and 16 instances; at 32 the smallest polls
+// worth a transaction (100 records) hold more than the group can lock. A
+// delivery limit that does not cover what one instance's crash can cost
+// breaks the other rule, whatever the fleet's size.
+func TestCheckInstancesSizesAPlannedFleetAndJudgesItsRules(t *testing.T) {
+	c := kfaketest.Cluster(t, kfake.SeedTopics(3, "orders", "jobs", "dlq"),
+		kfake.BrokerConfigs(map[string]string{"group.share.delivery.count.limit": "10"}))
+	file := func(attempts int) string {
+		path := filepath.Join(t.TempDir(), "p.yaml")
+		os.WriteFile(path, fmt.Appendf(nil, "name: p\nbrokers: [%s]\nworkers: 2\nsource: {topics: [orders], group: g}\noutput: {topic: jobs}\ndead_letter: {topic: dlq, max_attempts: %d}\n",
+			c.ListenAddrs()[0], attempts), 0o644)
+		return path
+	}
+	holds, lowSpares := file(3), file(8)
+	for _, tc := range []struct {
+		path      string
+		instances int
+		want      []string
+	}{
+		{holds, 1, []string{"ok: poll size for 1 instance: 2 consumers × 1500 records", "ok: fleet of 1 instance: delivery-limit and lock-budget rules hold: 6000 records held at most (1 × 2 workers × 2 × 1500), of the group's 6000 record locks"}},
+		{holds, 4, []string{"ok: poll size for 4 instances: 2 consumers × 375 records", "ok: fleet of 4 instances: delivery-limit and lock-budget rules hold: 6000 records held at most (4 × 2 workers × 2 × 375)"}},
+		{holds, 16, []string{"ok: poll size for 16 instances: 1 consumer × 187 records", "ok: fleet of 16 instances: delivery-limit and lock-budget rules hold: 5984 records held at most (16 × 2 workers × 1 × 187)"}},
+		{holds, 32, []string{"warn: poll size for 32 instances: record locks short", "warn: fleet of 32 instances: lock budget broken: 6400 records held at most (32 × 2 workers × 1 × 100), of the group's 6000 record locks"}},
+		{lowSpares, 4, []string{"warn: fleet of 4 instances: delivery limit broken: ", "a crash of one instance can cost a record 4 deliveries (2 workers × 2 consumers), more than the 2 spares of delivery limit 10"}},
+	} {
+		t.Run(fmt.Sprint(tc.instances), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			run([]string{"check", "-c", tc.path, "-instances", fmt.Sprint(tc.instances)}, &out, &errb)
+			for _, want := range tc.want {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("no line with %q in:\n%s%s", want, out.String(), errb.String())
+				}
+			}
+		})
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"check", "-c", holds, "-instances", "-1"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "-instances -1") {
+		t.Fatalf("check -instances -1: exit %d, %q; want 2 naming the flag", code, errb.String())
+	}
+}

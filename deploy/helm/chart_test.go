@@ -25,7 +25,6 @@ import (
 // Files of the relay's repository the tests read.
 const (
 	shippedAlerts  = "../prometheus/sharerelay-alerts.yaml"
-	chartAlerts    = "sharerelay/files/sharerelay-alerts.yaml"
 	pipelineSchema = "../../configs/pipeline.schema.json"
 )
 
@@ -341,10 +340,7 @@ func checkInvariants(t *testing.T, m *manifests) {
 		if m.pdbs[0].Spec.MaxUnavailable == nil && m.pdbs[0].Spec.MinAvailable == nil {
 			t.Error("the PodDisruptionBudget sets neither maxUnavailable nor minAvailable")
 		}
-		if len(m.services) != 1 {
-			t.Fatalf("%d Services, want 1", len(m.services))
-		}
-		svc := m.services[0]
+		svc := serviceNamed(t, m, fullname)
 		check("the Service", &metav1.LabelSelector{MatchLabels: svc.Spec.Selector})
 		if sts.Spec.ServiceName != svc.Name || svc.Spec.ClusterIP != corev1.ClusterIPNone {
 			t.Errorf("serviceName %q, Service %s with clusterIP %q: want the headless Service governing the StatefulSet", sts.Spec.ServiceName, svc.Name, svc.Spec.ClusterIP)
@@ -383,8 +379,8 @@ func checkInvariants(t *testing.T, m *manifests) {
 
 	if len(m.serviceMonitors) > 0 {
 		t.Run("the ServiceMonitor scrapes /metrics of every pod and labels it with the instance name", func(t *testing.T) {
-			sm := m.serviceMonitors[0]
-			svc := m.services[0]
+			sm := m.serviceMonitors[slices.IndexFunc(m.serviceMonitors, func(s *monitoringv1.ServiceMonitor) bool { return s.Name == fullname })]
+			svc := serviceNamed(t, m, fullname)
 			s, err := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
 			if err != nil || s.Empty() || !s.Matches(labels.Set(svc.Labels)) {
 				t.Errorf("the ServiceMonitor selects %v (%v), which does not match the Service's labels %v", s, err, svc.Labels)
@@ -406,34 +402,21 @@ func checkInvariants(t *testing.T, m *manifests) {
 	}
 
 	if len(m.prometheusRules) > 0 {
-		t.Run("the PrometheusRule carries every shipped alert unchanged", func(t *testing.T) {
-			shipped := shippedRules(t)
+		t.Run("the PrometheusRule carries every shipped alert, each expression scoped to the release's pipeline", func(t *testing.T) {
 			got := m.prometheusRules[0].Spec
-			for _, name := range alertNames(shipped) {
-				if !slices.Contains(alertNames(got), name) {
-					t.Errorf("alert %s of %s is missing from the PrometheusRule", name, shippedAlerts)
+			if names, want := alertNames(got), alertNames(shippedRules(t)); !slices.Equal(names, want) {
+				t.Errorf("the PrometheusRule's alerts are\n  %s\nwant those of %s:\n  %s", strings.Join(names, "\n  "), shippedAlerts, strings.Join(want, "\n  "))
+			}
+			pipeline := m.values["pipeline"].(map[string]any)["name"].(string)
+			if pipeline == "" {
+				var p struct{ Name string }
+				if err := yaml.Unmarshal([]byte(pipelineOf(t, m)), &p); err != nil {
+					t.Fatal(err)
 				}
+				pipeline = p.Name
 			}
-			if !reflect.DeepEqual(got, shipped) {
-				g, _ := json.MarshalIndent(got, "", " ")
-				w, _ := json.MarshalIndent(shipped, "", " ")
-				t.Errorf("the PrometheusRule's spec differs from %s:\n%s\nwant:\n%s", shippedAlerts, g, w)
-			}
+			checkRulesScoped(t, got, pipeline)
 		})
-	}
-}
-
-func TestTheChartsAlertsAreTheShippedAlerts(t *testing.T) {
-	shipped, err := os.ReadFile(shippedAlerts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copied, err := os.ReadFile(chartAlerts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(shipped, copied) {
-		t.Errorf("deploy/helm/%s differs from deploy/%s (Helm cannot read a file outside the chart, so the chart holds a copy): run\n\tcp deploy/prometheus/sharerelay-alerts.yaml deploy/helm/sharerelay/files/", chartAlerts, strings.TrimPrefix(shippedAlerts, "../"))
 	}
 }
 
@@ -794,6 +777,18 @@ func volumeMount(c corev1.Container, path string) *corev1.VolumeMount {
 	return nil
 }
 
+// serviceNamed returns the rendered Service name, or fails the test.
+func serviceNamed(t *testing.T, m *manifests, name string) *corev1.Service {
+	t.Helper()
+	for _, s := range m.services {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no Service %s", name)
+	return nil
+}
+
 func volume(pod corev1.PodSpec, name string) *corev1.Volume {
 	for i := range pod.Volumes {
 		if pod.Volumes[i].Name == name {
@@ -801,6 +796,13 @@ func volume(pod corev1.PodSpec, name string) *corev1.Volume {
 		}
 	}
 	return nil
+}
+
+// equalJSON tells whether a and b encode to the same JSON.
+func equalJSON(a, b any) bool {
+	x, errA := json.Marshal(a)
+	y, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(x, y)
 }
 
 // show prints what p points to, or "unset".

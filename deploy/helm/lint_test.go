@@ -12,6 +12,9 @@ func TestTheChartPassesHelmLintStrict(t *testing.T) {
 	for _, c := range []struct{ name, values string }{
 		{"the default values", ""},
 		{"the secured values", securedValues},
+		{"the secured values with the live audit", securedValues + auditValues},
+		{"the secured values with KEDA", securedValues + autoscalingValues("keda", "")},
+		{"the secured values with an HPA", securedValues + autoscalingValues("hpa", "")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var values map[string]any

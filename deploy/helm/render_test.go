@@ -10,12 +10,15 @@ import (
 	"slices"
 	"strings"
 
+	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"helm.sh/helm/v4/pkg/chart/common"
 	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/engine"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +45,10 @@ type manifests struct {
 	pdbs            []*policyv1.PodDisruptionBudget
 	serviceMonitors []*monitoringv1.ServiceMonitor
 	prometheusRules []*monitoringv1.PrometheusRule
+	// deployments is the live audit's, when audit.enabled.
+	deployments   []*appsv1.Deployment
+	hpas          []*autoscalingv2.HorizontalPodAutoscaler
+	scaledObjects []*kedav1alpha1.ScaledObject
 	// kinds lists every object as apiVersion/kind name, in file order.
 	kinds []string
 	// notes is NOTES.txt, which helm install prints.
@@ -60,16 +67,7 @@ func render(valuesYAML string) (*manifests, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the chart: %w", err)
 	}
-	var overrides map[string]any
-	if err := yaml.Unmarshal([]byte(valuesYAML), &overrides); err != nil {
-		return nil, fmt.Errorf("the test's values: %w", err)
-	}
-	opts := common.ReleaseOptions{Name: release, Namespace: namespace, Revision: 1, IsInstall: true}
-	vals, err := chartutil.ToRenderValuesWithSchemaValidation(ch, overrides, opts, nil, false)
-	if err != nil {
-		return nil, err
-	}
-	files, err := engine.Engine{Strict: true}.RenderWithContext(context.Background(), ch, vals)
+	files, vals, err := renderChart(ch, valuesYAML)
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +82,42 @@ func render(valuesYAML string) (*manifests, error) {
 		}
 	}
 	return m, nil
+}
+
+// renderChart renders ch as helm install would with valuesYAML on top of
+// its values, and returns every file and the values the templates saw.
+func renderChart(ch *chart.Chart, valuesYAML string) (map[string]string, common.Values, error) {
+	var overrides map[string]any
+	if err := yaml.Unmarshal([]byte(valuesYAML), &overrides); err != nil {
+		return nil, nil, fmt.Errorf("the test's values: %w", err)
+	}
+	opts := common.ReleaseOptions{Name: release, Namespace: namespace, Revision: 1, IsInstall: true}
+	vals, err := chartutil.ToRenderValuesWithSchemaValidation(ch, overrides, opts, nil, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	files, err := engine.Engine{Strict: true}.RenderWithContext(context.Background(), ch, vals)
+	if err != nil {
+		return nil, nil, err
+	}
+	return files, vals, nil
+}
+
+// renderText renders text as if it were one more template of the chart,
+// with valuesYAML on top of the chart's values: a way to call the chart's
+// named templates (include) with arguments no values file can give.
+func renderText(valuesYAML, text string) (string, error) {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		return "", fmt.Errorf("loading the chart: %w", err)
+	}
+	const name = "templates/zz-test.yaml"
+	ch.Templates = append(ch.Templates, &common.File{Name: name, Data: []byte(text)})
+	files, _, err := renderChart(ch, valuesYAML)
+	if err != nil {
+		return "", err
+	}
+	return files[ch.Name()+"/"+name], nil
 }
 
 // decode adds the objects of one rendered file to m.
@@ -129,6 +163,12 @@ func (m *manifests) decode(file, text string) error {
 			obj = appendNew(&m.serviceMonitors)
 		case "monitoring.coreos.com/v1/PrometheusRule":
 			obj = appendNew(&m.prometheusRules)
+		case "apps/v1/Deployment":
+			obj = appendNew(&m.deployments)
+		case "autoscaling/v2/HorizontalPodAutoscaler":
+			obj = appendNew(&m.hpas)
+		case "keda.sh/v1alpha1/ScaledObject":
+			obj = appendNew(&m.scaledObjects)
 		case "v1/Secret":
 			return fmt.Errorf("%s: renders a Secret: the chart must reference Secrets, never write one", file)
 		default:

@@ -94,6 +94,12 @@ const (
 	// an earlier claim of its records stayed unsettled past ClaimWait
 	// (tests show the records are held, not released).
 	ClaimWaitTimeout = "claim-wait-timeout"
+	// ResizeAbrupt: with "error", a worker resizing its share consumers
+	// (the fleet grew or shrank) replaces them at once, as a resize that
+	// does not first write what they hold would: polls in flight cut
+	// short, those handed over released (tests show what the drain
+	// prevents).
+	ResizeAbrupt = "resize-abrupt"
 )
 
 // ErrInjected is returned by Hit for the "error" action.

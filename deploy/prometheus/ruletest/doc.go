@@ -2,7 +2,9 @@
 // (../sharerelay-alerts.yaml) with Prometheus's own rule manager and
 // PromQL engine against synthetic series, step by step as a Prometheus
 // server would, so that a rule is shown to fire when it must and to stay
-// quiet when it must.
+// quiet when it must. It runs the Helm chart's rules for one release
+// (../../helm/testdata/orders-alerts.yaml) beside a neighbour pipeline
+// too, to show that a release alerts on its own pipeline alone.
 //
 // It is a module of its own: github.com/prometheus/prometheus brings a
 // large dependency graph (and newer versions of modules the relay shares,

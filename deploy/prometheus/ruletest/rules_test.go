@@ -16,6 +16,10 @@ import (
 
 const (
 	rulesFile = "../sharerelay-alerts.yaml"
+	// chartRulesFile is the Helm chart's PrometheusRule for a release of
+	// the pipeline chartPipeline, as the chart's tests render it.
+	chartRulesFile = "../../helm/testdata/orders-alerts.yaml"
+	chartPipeline  = "orders-to-jobs"
 	// evalInterval is Prometheus's default evaluation_interval.
 	evalInterval = time.Minute
 )
@@ -28,7 +32,9 @@ const (
 // then, each written as its labels (pipeline, instance and job unless
 // labels names others).
 type alertCase struct {
-	name   string
+	name string
+	// file is the rule file; "" is rulesFile.
+	file   string
 	rule   string
 	series string
 	at     time.Duration
@@ -57,9 +63,13 @@ func runCase(t *testing.T, c alertCase) []string {
 		NotifyFunc:   func(context.Context, string, ...*rules.Alert) {},
 		Logger:       promslog.NewNopLogger(),
 	})
-	groups, errs := mgr.LoadGroups(evalInterval, labels.EmptyLabels(), "", nil, false, rulesFile)
+	file := c.file
+	if file == "" {
+		file = rulesFile
+	}
+	groups, errs := mgr.LoadGroups(evalInterval, labels.EmptyLabels(), "", nil, false, file)
 	if len(errs) > 0 {
-		t.Fatalf("%s: %v", rulesFile, errs)
+		t.Fatalf("%s: %v", file, errs)
 	}
 	var found *rules.AlertingRule
 	for _, g := range groups {
@@ -70,7 +80,7 @@ func runCase(t *testing.T, c alertCase) []string {
 		}
 	}
 	if found == nil {
-		t.Fatalf("%s has no alert %s", rulesFile, c.rule)
+		t.Fatalf("%s has no alert %s", file, c.rule)
 	}
 	start := time.Unix(0, 0).UTC()
 	for ts := start; !ts.After(start.Add(c.at)); ts = ts.Add(evalInterval) {
@@ -429,12 +439,105 @@ func TestEveryNewRuleHasCases(t *testing.T) {
 	}
 }
 
+// scopedCases run the chart's rules, which match the release's pipeline
+// alone, beside a neighbour pipeline (payments) in the same Prometheus:
+// the release alerts on its own pipeline and stays quiet for the
+// neighbour's, the live audit's alerts as the relay's.
+var scopedCases = []alertCase{
+	{
+		name:   "the release's pipeline not ready fires, its neighbour's does not",
+		rule:   "SharerelayPipelineNotReady",
+		series: ready(chartPipeline, "a:9464", "1x5 0x20") + ready("payments", "b:9464", "0x25"),
+		at:     25 * time.Minute,
+		want:   []string{"pipeline=" + chartPipeline},
+	},
+	{
+		name:   "a neighbour's instance down is not the release's",
+		rule:   "SharerelayInstanceDown",
+		series: ready(chartPipeline, "a:9464", "1x30") + up("relay", "a:9464", "1x30") + ready("payments", "b:9464", "1x5 stale") + up("relay", "b:9464", "1x5 0x25"),
+		at:     30 * time.Minute,
+		want:   nil,
+	},
+	{
+		name:   "the release's instance down is",
+		rule:   "SharerelayInstanceDown",
+		series: ready(chartPipeline, "a:9464", "1x5 stale") + up("relay", "a:9464", "1x5 0x25") + ready("payments", "b:9464", "1x30") + up("relay", "b:9464", "1x30"),
+		at:     30 * time.Minute,
+		want:   []string{"pipeline=" + chartPipeline + ",instance=a:9464,job=relay"},
+	},
+	{
+		name:   "the neighbour's lost records do not fire the release's audit alert",
+		rule:   "SharerelayAuditLost",
+		series: audited("sharerelay_audit_lost_total", chartPipeline, "audit:9465", "0x30") + audited("sharerelay_audit_lost_total", "payments", "audit-p:9465", "0x10 1x20"),
+		at:     20 * time.Minute,
+		labels: auditLabels,
+		want:   nil,
+	},
+	{
+		name:   "the release's own lost records do",
+		rule:   "SharerelayAuditLost",
+		series: audited("sharerelay_audit_lost_total", chartPipeline, "audit:9465", "0x10 1x20") + audited("sharerelay_audit_lost_total", "payments", "audit-p:9465", "0x10 1x20"),
+		at:     20 * time.Minute,
+		labels: auditLabels,
+		want:   []string{"pipeline=" + chartPipeline + ",topic=orders,partition=0"},
+	},
+	{
+		name:   "the neighbour's duplicates in an exactly-once pipeline do not fire the release's",
+		rule:   "SharerelayAuditDuplicated",
+		series: audited("sharerelay_audit_duplicated_total", "payments", "audit-p:9465", "0x10 1x20") + audited("sharerelay_audit_both_total", "payments", "audit-p:9465", "0x30") + auditInfo("payments", "exactly-once") + auditInfo(chartPipeline, "exactly-once"),
+		at:     20 * time.Minute,
+		labels: auditLabels,
+		want:   nil,
+	},
+	{
+		name:   "the neighbour's audit falling behind does not fire the release's",
+		rule:   "SharerelayAuditLagGrowing",
+		series: auditLag("payments", "0+60x40") + auditLag(chartPipeline, "10x40"),
+		at:     40 * time.Minute,
+		labels: []string{"pipeline"},
+		want:   nil,
+	},
+	{
+		name:   "the release's audit falling behind does",
+		rule:   "SharerelayAuditLagGrowing",
+		series: auditLag(chartPipeline, "0+60x40"),
+		at:     40 * time.Minute,
+		labels: []string{"pipeline"},
+		want:   []string{"pipeline=" + chartPipeline},
+	},
+}
+
+func TestTheChartsRulesWatchTheReleasesPipelineAlone(t *testing.T) {
+	for _, c := range scopedCases {
+		c.file = chartRulesFile
+		t.Run(c.name, func(t *testing.T) {
+			if got := runCase(t, c); !slices.Equal(got, c.want) {
+				t.Errorf("%s at %s: firing %q, want %q", c.rule, c.at, got, c.want)
+			}
+		})
+	}
+	// The same series fire the shipped rules, which watch every pipeline,
+	// for the neighbour: the cases above are quiet for the scoping alone.
+	for _, c := range scopedCases {
+		if len(c.want) > 0 {
+			continue
+		}
+		t.Run("unscoped: "+c.name, func(t *testing.T) {
+			if got := runCase(t, c); len(got) == 0 {
+				t.Errorf("%s at %s: the shipped rules do not fire either, so the case shows nothing of the scoping", c.rule, c.at)
+			}
+		})
+	}
+}
+
 // TestRuleFileLoadsInPrometheus loads the file as a Prometheus server
 // does: every expression parses, every template compiles, every field is
 // known.
 func TestRuleFileLoadsInPrometheus(t *testing.T) {
 	mgr := rules.NewManager(&rules.ManagerOptions{Context: context.Background(), Logger: promslog.NewNopLogger()})
-	if _, errs := mgr.LoadGroups(evalInterval, labels.EmptyLabels(), "", nil, false, rulesFile); len(errs) > 0 {
-		t.Fatalf("%s: %v", rulesFile, errs)
+	for _, f := range []string{rulesFile, chartRulesFile} {
+		if _, errs := mgr.LoadGroups(evalInterval, labels.EmptyLabels(), "", nil, false, f); len(errs) > 0 {
+			t.Fatalf("%s: %v", f, errs)
+		}
 	}
 }

@@ -142,3 +142,152 @@ bound + 5s.
 {{- fail "terminationGracePeriodSeconds: the chart cannot read pipeline.config's batch.drain_timeout or output.transaction_timeout (a variable from a Secret?): set it to at least their sum + 10s" -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+sharerelay.pipelineName: the pipeline's name, the value of the label
+pipeline on every series the relay and its auditor export, which scopes the
+PrometheusRule and the autoscalers' query to this release: pipeline.name,
+else the name pipeline.config gives. It fails when neither is known (an
+existingConfigMap, a name from a Secret) or when the two differ: a wrong
+name would leave the alerts silent and the autoscaler blind.
+*/}}
+{{- define "sharerelay.pipelineName" -}}
+{{- $set := .Values.pipeline.name -}}
+{{- $file := "" -}}
+{{- if not .Values.pipeline.existingConfigMap -}}
+{{- $p := include "sharerelay.pipeline" . | fromYaml -}}
+{{- if hasKey $p "name" -}}
+{{- $file = include "sharerelay.value" (list (get $p "name") .) -}}
+{{- end -}}
+{{- end -}}
+{{- if and $set $file (ne $set $file) -}}
+{{- fail (printf "pipeline.name %q is not the name pipeline.config gives, %q: the alerts and the autoscaler would watch another pipeline's metrics" $set $file) -}}
+{{- end -}}
+{{- $name := $set | default $file -}}
+{{- if not $name -}}
+{{- fail "pipeline.name: the chart cannot read the pipeline's name from pipeline.config (an existingConfigMap, or a name from a Secret), and the PrometheusRule and the autoscaler select the relay's metrics by it: set pipeline.name to the name: of the pipeline file" -}}
+{{- end -}}
+{{- $name -}}
+{{- end -}}
+
+{{/*
+The auditor's labels: a name of its own, so that the StatefulSet's, the
+Service's and the PodDisruptionBudget's selectors (name and instance, which
+cannot change on an existing StatefulSet) never take the auditor's pod for
+an instance of the pipeline.
+*/}}
+{{- define "sharerelay.auditSelectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}-audit
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "sharerelay.auditLabels" -}}
+{{ include "sharerelay.auditSelectorLabels" . }}
+app.kubernetes.io/component: audit
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/*
+sharerelay.pipelineEnv: the variables pipeline.config interpolates, from
+env and secretEnv, as container env entries; the relay's pods and the
+auditor's read the same file with the same variables.
+*/}}
+{{- define "sharerelay.pipelineEnv" -}}
+{{- range $name, $value := .Values.env }}
+- name: {{ $name }}
+  value: {{ toString $value | quote }}
+{{- end }}
+{{- range .Values.secretEnv }}
+- name: {{ .name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: {{ .key }}
+{{- end }}
+{{- end -}}
+
+{{/* sharerelay.pipelineMounts: the pipeline file and secretFiles, read-only. */}}
+{{- define "sharerelay.pipelineMounts" -}}
+- name: pipeline
+  mountPath: /etc/sharerelay
+  readOnly: true
+{{- range $i, $f := .Values.secretFiles }}
+- name: secret-{{ $i }}
+  mountPath: {{ $f.mountPath }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* sharerelay.pipelineVolumes: the volumes of sharerelay.pipelineMounts. */}}
+{{- define "sharerelay.pipelineVolumes" -}}
+- name: pipeline
+  configMap:
+    name: {{ .Values.pipeline.existingConfigMap | default (include "sharerelay.fullname" .) }}
+    items:
+      - key: {{ ternary .Values.pipeline.existingConfigMapKey "pipeline.yaml" (ne .Values.pipeline.existingConfigMap "") }}
+        path: pipeline.yaml
+{{- range $i, $f := .Values.secretFiles }}
+- name: secret-{{ $i }}
+  secret:
+    secretName: {{ $f.secretName }}
+    defaultMode: 0440
+{{- end }}
+{{- end -}}
+
+{{/*
+sharerelay.autoscaling: "true" when an autoscaler owns the StatefulSet's
+replicas, after checking the autoscaling values: one autoscaler at most,
+minReplicas at most maxReplicas, and no scale-in faster than a pod drains.
+A pod removed at scale-in stops as any other, within
+terminationGracePeriodSeconds (the relay's shutdown bound, + 5s unless
+set): the scale-down window, and KEDA's cooldownPeriod, must be at least
+that, so that one removal has drained before the next is decided.
+*/}}
+{{- define "sharerelay.autoscaling" -}}
+{{- $as := .Values.autoscaling -}}
+{{- if and $as.keda.enabled $as.hpa.enabled -}}
+{{- fail "autoscaling.keda.enabled and autoscaling.hpa.enabled are both true: KEDA makes an HPA of its own, and two autoscalers would fight over the StatefulSet's replicas; turn one off" -}}
+{{- end -}}
+{{- if or $as.keda.enabled $as.hpa.enabled -}}
+{{- if gt (int $as.minReplicas) (int $as.maxReplicas) -}}
+{{- fail (printf "autoscaling.minReplicas %d is above autoscaling.maxReplicas %d" (int $as.minReplicas) (int $as.maxReplicas)) -}}
+{{- end -}}
+{{- $grace := include "sharerelay.gracePeriod" . | int -}}
+{{- $window := int $as.scaleDown.stabilizationWindowSeconds -}}
+{{- if lt $window $grace -}}
+{{- fail (printf "autoscaling.scaleDown.stabilizationWindowSeconds %d is shorter than the pods' drain budget, terminationGracePeriodSeconds %d (batch.drain_timeout + output.transaction_timeout + 10s, + 5s unless set): the autoscaler would remove the next instance while the last one still drains; raise it to at least %d" $window $grace $grace) -}}
+{{- end -}}
+{{- if $as.keda.enabled -}}
+{{- $cooldown := int $as.keda.cooldownPeriod -}}
+{{- if lt $cooldown $grace -}}
+{{- fail (printf "autoscaling.keda.cooldownPeriod %d is shorter than the pods' drain budget, terminationGracePeriodSeconds %d (batch.drain_timeout + output.transaction_timeout + 10s, + 5s unless set); raise it to at least %d" $cooldown $grace $grace) -}}
+{{- end -}}
+{{- if not $as.keda.serverAddress -}}
+{{- fail "autoscaling.keda.serverAddress: KEDA needs the address of the Prometheus that scrapes the relays (e.g. http://prometheus-operated.monitoring.svc:9090)" -}}
+{{- end -}}
+{{- end -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/*
+sharerelay.lagQuery: the share group's lag of the release's pipeline, in
+records: each partition's max over the instances (every instance reports
+the broker's same value), summed over the partitions.
+*/}}
+{{- define "sharerelay.lagQuery" -}}
+sum(max by (topic, partition) (sharerelay_share_group_lag{pipeline={{ include "sharerelay.pipelineName" . | quote }}}))
+{{- end -}}
+
+{{/*
+sharerelay.behavior: the HPA behavior of autoscaling.scaleUp and scaleDown,
+for the HPA and for the one KEDA makes.
+*/}}
+{{- define "sharerelay.behavior" -}}
+scaleUp:
+  {{- toYaml .Values.autoscaling.scaleUp | nindent 2 }}
+scaleDown:
+  {{- toYaml .Values.autoscaling.scaleDown | nindent 2 }}
+{{- end -}}

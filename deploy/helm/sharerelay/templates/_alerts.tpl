@@ -1,49 +1,58 @@
-# Prometheus alerting rules for sharerelay. Load with
-#   rule_files: [/etc/prometheus/rules/sharerelay-alerts.yaml]
-# deploy/deploy_test.go checks that every metric named here is one the
-# relay exports (metrics.New), its live auditor exports (relay audit,
-# live.NewMetrics), or up, and that each rule has the fields
-# below, with a runbook_url at its own anchor of docs/operations.md;
-# ruletest/ evaluates the rules with Prometheus's own engine.
-#
-# Labels: pipeline comes from the relay; instance (and job) from the
-# scrape. sharerelay_share_group_lag is read from the broker, so every
-# instance reports the same value: it is aggregated with max, never summed.
-#
-# Several counters appear only when they first count (a worker's series is
-# created on its first increment, at 1), so increase() alone would miss
-# the first event of a process: the rules that watch "should stay 0"
-# counters also match a series that is new within the window.
+{{/*
+sharerelay.alertRules: the alerting rules, given (dict "alerts"
+.Values.prometheusRule.alerts "pipeline" name). The one source of the rules:
+templates/prometheusrule.yaml renders them for the release's pipeline, and
+deploy/prometheus/sharerelay-alerts.yaml is their rendering with the default
+thresholds and pipeline "" (the chart's tests keep it so).
+
+With a pipeline, every selector of a relay or auditor metric matches
+pipeline="<name>", the label both put on every series, so that the release's
+alerts watch its own pipeline only; up, which has no pipeline label, is
+joined to a selector that has it. With "", nothing is matched, for a
+Prometheus that loads one file for every pipeline.
+
+Prometheus's own templates in the annotations ($labels, $value) are written
+inside {{` `}} so that Helm leaves them to Prometheus.
+*/}}
+{{- define "sharerelay.alertRules" -}}
+{{- $a := .alerts -}}
+{{- /* $s follows a bare metric name; $m opens the matchers of one with its own. */ -}}
+{{- $s := "" -}}
+{{- $m := "" -}}
+{{- if .pipeline -}}
+{{- $s = printf "{pipeline=%q}" .pipeline -}}
+{{- $m = printf "pipeline=%q, " .pipeline -}}
+{{- end -}}
 groups:
   - name: sharerelay
     rules:
       - alert: SharerelayShareGroupLagRising
         expr: |
-          sum by (pipeline, topic) (max by (pipeline, topic, partition) (sharerelay_share_group_lag)) > 1000
+          sum by (pipeline, topic) (max by (pipeline, topic, partition) (sharerelay_share_group_lag{{ $s }})) > {{ $a.shareGroupLagRising.records | int64 }}
           and
-          sum by (pipeline, topic) (max by (pipeline, topic, partition) (deriv(sharerelay_share_group_lag[15m]))) > 0
-        for: 15m
+          sum by (pipeline, topic) (max by (pipeline, topic, partition) (deriv(sharerelay_share_group_lag{{ $s }}[15m]))) > 0
+        for: {{ $a.shareGroupLagRising.for }}
         labels:
           severity: warning
         annotations:
           runbook_url: https://github.com/sharerelay/sharerelay/blob/main/docs/operations.md#alert-sharerelay-share-group-lag-rising
-          summary: "{{ $labels.pipeline }}: the share group's lag on {{ $labels.topic }} has been rising for 15 minutes ({{ $value | humanize }} records)"
+          summary: "{{`{{ $labels.pipeline }}: the share group's lag on {{ $labels.topic }}`}} is above {{ $a.shareGroupLagRising.records | int64 }} and has been rising for {{ $a.shareGroupLagRising.for }} ({{`{{ $value | humanize }}`}} records)"
           description: >-
             The relay takes records more slowly than they arrive, or not at
             all. Check sharerelay_worker_paused and /readyz for a paused
             worker, the lock budget and the batch duration for a slow
             transform; scale out with more instances if it is throughput.
-            The threshold (1000 records) is a starting point: set it from
+            The threshold ({{ $a.shareGroupLagRising.records | int64 }} records) is a starting point: set it from
             the topic's normal backlog.
 
       - alert: SharerelayWorkerPaused
-        expr: max by (pipeline, instance, worker, reason) (sharerelay_worker_paused) > 0
-        for: 5m
+        expr: max by (pipeline, instance, worker, reason) (sharerelay_worker_paused{{ $s }}) > 0
+        for: {{ $a.workerPaused.for }}
         labels:
           severity: warning
         annotations:
           runbook_url: https://github.com/sharerelay/sharerelay/blob/main/docs/operations.md#alert-sharerelay-worker-paused
-          summary: "{{ $labels.pipeline }} on {{ $labels.instance }}: worker {{ $labels.worker }} paused for 5 minutes: {{ $labels.reason }}"
+          summary: "{{`{{ $labels.pipeline }} on {{ $labels.instance }}: worker {{ $labels.worker }}`}} paused for {{ $a.workerPaused.for }}: {{`{{ $labels.reason }}`}}"
           description: >-
             The worker takes no records and holds its batch until it can
             write again (a missing or unwritable output topic, or an
@@ -51,25 +60,25 @@ groups:
             It resumes by itself once the cause is fixed.
 
       - alert: SharerelayInstanceNotReady
-        expr: max by (pipeline, instance) (sharerelay_ready) == 0
-        for: 10m
+        expr: max by (pipeline, instance) (sharerelay_ready{{ $s }}) == 0
+        for: {{ $a.instanceNotReady.for }}
         labels:
           severity: warning
         annotations:
           runbook_url: https://github.com/sharerelay/sharerelay/blob/main/docs/operations.md#alert-sharerelay-instance-not-ready
-          summary: "{{ $labels.pipeline }} on {{ $labels.instance }} has not been ready for 10 minutes"
+          summary: "{{`{{ $labels.pipeline }} on {{ $labels.instance }}`}} has not been ready for {{ $a.instanceNotReady.for }}"
           description: >-
             The instance is still connecting to the cluster, or a worker is
             paused; GET /readyz on it says why.
 
       - alert: SharerelayPipelineNotReady
-        expr: max by (pipeline) (sharerelay_ready) == 0
-        for: 5m
+        expr: max by (pipeline) (sharerelay_ready{{ $s }}) == 0
+        for: {{ $a.pipelineNotReady.for }}
         labels:
           severity: critical
         annotations:
           runbook_url: https://github.com/sharerelay/sharerelay/blob/main/docs/operations.md#alert-sharerelay-pipeline-not-ready
-          summary: "{{ $labels.pipeline }}: no instance has been ready for 5 minutes"
+          summary: "{{`{{ $labels.pipeline }}`}}: no instance has been ready for {{ $a.pipelineNotReady.for }}"
           description: >-
             No instance of the pipeline makes progress: the share group's
             lag grows until one does. GET /readyz on each instance says why
@@ -84,15 +93,15 @@ groups:
       # hours: what Prometheus remembers replaces a list kept by hand.
       - alert: SharerelayPipelineDown
         expr: |
-          group by (pipeline) (max_over_time(sharerelay_ready[24h]))
+          group by (pipeline) (max_over_time(sharerelay_ready{{ $s }}[24h]))
           unless
-          group by (pipeline) (sharerelay_ready)
-        for: 5m
+          group by (pipeline) (sharerelay_ready{{ $s }})
+        for: {{ $a.pipelineDown.for }}
         labels:
           severity: critical
         annotations:
           runbook_url: https://github.com/sharerelay/sharerelay/blob/main/docs/operations.md#alert-sharerelay-pipeline-down
-          summary: "{{ $labels.pipeline }}: no instance has reported for 5 minutes"
+          summary: "{{`{{ $labels.pipeline }}`}}: no instance has reported for {{ $a.pipelineDown.for }}"
           description: >-
             Every instance that reported the pipeline's metrics in the last
             24 hours has stopped: the processes are gone, or Prometheus
@@ -114,13 +123,13 @@ groups:
         expr: |
           (up == 0)
           * on (job, instance) group_left (pipeline)
-          topk by (job, instance) (1, group by (job, instance, pipeline) (max_over_time(sharerelay_ready[24h])))
-        for: 5m
+          topk by (job, instance) (1, group by (job, instance, pipeline) (max_over_time(sharerelay_ready{{ $s }}[24h])))
+        for: {{ $a.instanceDown.for }}
         labels:
           severity: warning
         annotations:
           runbook_url: https://github.com/sharerelay/sharerelay/blob/main/docs/operations.md#alert-sharerelay-instance-down
-          summary: "{{ $labels.pipeline }} on {{ $labels.instance }}: Prometheus has not been able to scrape the instance for 5 minutes"
+          summary: "{{`{{ $labels.pipeline }} on {{ $labels.instance }}`}}: Prometheus has not been able to scrape the instance for {{ $a.instanceDown.for }}"
           description: >-
             The target is still configured but its scrape fails: the process
             is down, crash-looping or hung, or its metrics address is not
@@ -133,12 +142,12 @@ groups:
             configuration, or scaled away, is not down.
 
       - alert: SharerelayInvariantViolation
-        expr: sum by (pipeline, instance) (increase(sharerelay_invariant_violations_total[1h])) > 0
+        expr: sum by (pipeline, instance) (increase(sharerelay_invariant_violations_total{{ $s }}[1h])) > 0
         labels:
           severity: critical
         annotations:
           runbook_url: https://github.com/sharerelay/sharerelay/blob/main/docs/operations.md#alert-sharerelay-invariant-violation
-          summary: "{{ $labels.pipeline }} on {{ $labels.instance }}: a safety net fired ({{ $value | humanize }} in the last hour)"
+          summary: "{{`{{ $labels.pipeline }} on {{ $labels.instance }}: a safety net fired ({{ $value | humanize }} in the last hour)`}}"
           description: >-
             A check that must never fire did (e.g. a batch not fully
             acknowledged before the next poll). Keep the instance's logs and
@@ -146,51 +155,51 @@ groups:
 
       - alert: SharerelayTransactionsAborting
         expr: |
-          sum by (pipeline) (rate(sharerelay_transactions_total{outcome="aborted"}[10m]))
+          sum by (pipeline) (rate(sharerelay_transactions_total{ {{- $m }}outcome="aborted"}[10m]))
           /
-          sum by (pipeline) (rate(sharerelay_transactions_total[10m]))
-          > 0.1
-        for: 15m
+          sum by (pipeline) (rate(sharerelay_transactions_total{{ $s }}[10m]))
+          > {{ $a.transactionsAborting.ratio }}
+        for: {{ $a.transactionsAborting.for }}
         labels:
           severity: warning
         annotations:
           runbook_url: https://github.com/sharerelay/sharerelay/blob/main/docs/operations.md#alert-sharerelay-transactions-aborting
-          summary: "{{ $labels.pipeline }}: {{ $value | humanizePercentage }} of transactions abort"
+          summary: "{{`{{ $labels.pipeline }}: {{ $value | humanizePercentage }} of transactions abort`}}"
           description: >-
-            More than one transaction in ten has aborted for 15 minutes.
+            More than {{ include "sharerelay.percent" $a.transactionsAborting.ratio }} of the transactions have aborted for {{ $a.transactionsAborting.for }}.
             sharerelay_write_failures_total by class says why: record
             (outputs the cluster refuses; their records are dead-lettered),
             destination or cluster (the workers pause and retry).
 
       - alert: SharerelayDeadLetterRateHigh
         expr: |
-          sum by (pipeline) (rate(sharerelay_dead_letters_total[10m]))
+          sum by (pipeline) (rate(sharerelay_dead_letters_total{{ $s }}[10m]))
           /
-          sum by (pipeline) (rate(sharerelay_records_polled_total[10m]))
-          > 0.05
-        for: 10m
+          sum by (pipeline) (rate(sharerelay_records_polled_total{{ $s }}[10m]))
+          > {{ $a.deadLetterRateHigh.ratio }}
+        for: {{ $a.deadLetterRateHigh.for }}
         labels:
           severity: warning
         annotations:
           runbook_url: https://github.com/sharerelay/sharerelay/blob/main/docs/operations.md#alert-sharerelay-dead-letter-rate-high
-          summary: "{{ $labels.pipeline }}: {{ $value | humanizePercentage }} of the records received go to the dead-letter topic"
+          summary: "{{`{{ $labels.pipeline }}: {{ $value | humanizePercentage }} of the records received go to the dead-letter topic`}}"
           description: >-
-            More than one record in twenty received (every delivery counts)
-            has been dead-lettered for 10 minutes. Read a few dead letters:
+            More than {{ include "sharerelay.percent" $a.deadLetterRateHigh.ratio }} of the records received (every delivery counts)
+            have been dead-lettered for {{ $a.deadLetterRateHigh.for }}. Read a few dead letters:
             their headers name the step and the error (a transform failing
             on a new shape of record, an output the cluster refuses,
-            records failed on their last delivery). The threshold (5%) is a
+            records failed on their last delivery). The threshold ({{ include "sharerelay.percent" $a.deadLetterRateHigh.ratio }}) is a
             starting point: a pipeline that dead-letters by design needs
             its own.
 
       - alert: SharerelayLockBudgetNearlySpent
-        expr: histogram_quantile(0.99, sum by (pipeline, instance, le) (rate(sharerelay_lock_budget_ratio_bucket[10m]))) > 0.75
-        for: 10m
+        expr: histogram_quantile(0.99, sum by (pipeline, instance, le) (rate(sharerelay_lock_budget_ratio_bucket{{ $s }}[10m]))) > {{ $a.lockBudgetNearlySpent.ratio }}
+        for: {{ $a.lockBudgetNearlySpent.for }}
         labels:
           severity: warning
         annotations:
           runbook_url: https://github.com/sharerelay/sharerelay/blob/main/docs/operations.md#alert-sharerelay-lock-budget-nearly-spent
-          summary: "{{ $labels.pipeline }} on {{ $labels.instance }}: the slowest batches use {{ $value | humanizePercentage }} of the record lock duration"
+          summary: "{{`{{ $labels.pipeline }} on {{ $labels.instance }}: the slowest batches use {{ $value | humanizePercentage }} of the record lock duration`}}"
           description: >-
             Above 100% a batch's locks expire and its records are delivered
             again (no duplicate with exactly-once, but wasted work and
@@ -200,27 +209,27 @@ groups:
 
       - alert: SharerelayReleasedOnLastDelivery
         expr: |
-          sum by (pipeline, instance) (increase(sharerelay_released_on_last_delivery_total[15m])) > 0
+          sum by (pipeline, instance) (increase(sharerelay_released_on_last_delivery_total{{ $s }}[15m])) > 0
           or
-          sum by (pipeline, instance) (sharerelay_released_on_last_delivery_total unless sharerelay_released_on_last_delivery_total offset 15m) > 0
+          sum by (pipeline, instance) (sharerelay_released_on_last_delivery_total{{ $s }} unless sharerelay_released_on_last_delivery_total{{ $s }} offset 15m) > 0
         labels:
           severity: critical
         annotations:
           runbook_url: https://github.com/sharerelay/sharerelay/blob/main/docs/operations.md#alert-sharerelay-released-on-last-delivery
-          summary: "{{ $labels.pipeline }} on {{ $labels.instance }}: records released on their last delivery"
+          summary: "{{`{{ $labels.pipeline }} on {{ $labels.instance }}: records released on their last delivery`}}"
           description: >-
             The broker archives these records without output or dead
             letter. It should never happen; find the records in the
             instance's logs, and run relay verify on the pipeline.
 
       - alert: SharerelayUnsettledClaims
-        expr: max by (pipeline) (sharerelay_ledger_unsettled_claims) > 0
-        for: 15m
+        expr: max by (pipeline) (sharerelay_ledger_unsettled_claims{{ $s }}) > 0
+        for: {{ $a.unsettledClaims.for }}
         labels:
           severity: critical
         annotations:
           runbook_url: https://github.com/sharerelay/sharerelay/blob/main/docs/operations.md#alert-sharerelay-unsettled-claims
-          summary: "{{ $labels.pipeline }}: {{ $value }} claims unsettled for 15 minutes"
+          summary: "{{`{{ $labels.pipeline }}: {{ $value }} claims`}} unsettled for {{ $a.unsettledClaims.for }}"
           description: >-
             The claim ledger's resolver cannot establish whether these
             claims' transactions committed (outputs gone or still open, or
@@ -232,14 +241,14 @@ groups:
 
       - alert: SharerelayAmbiguousCommitUnresolved
         expr: |
-          sum by (pipeline, instance) (increase(sharerelay_ambiguous_commits_total{resolution="unresolved"}[15m])) > 0
+          sum by (pipeline, instance) (increase(sharerelay_ambiguous_commits_total{ {{- $m }}resolution="unresolved"}[15m])) > 0
           or
-          sum by (pipeline, instance) (sharerelay_ambiguous_commits_total{resolution="unresolved"} unless sharerelay_ambiguous_commits_total{resolution="unresolved"} offset 15m) > 0
+          sum by (pipeline, instance) (sharerelay_ambiguous_commits_total{ {{- $m }}resolution="unresolved"} unless sharerelay_ambiguous_commits_total{ {{- $m }}resolution="unresolved"} offset 15m) > 0
         labels:
           severity: warning
         annotations:
           runbook_url: https://github.com/sharerelay/sharerelay/blob/main/docs/operations.md#alert-sharerelay-ambiguous-commit-unresolved
-          summary: "{{ $labels.pipeline }} on {{ $labels.instance }}: commits with a lost answer the claim ledger could not resolve"
+          summary: "{{`{{ $labels.pipeline }} on {{ $labels.instance }}: commits with a lost answer the claim ledger could not resolve`}}"
           description: >-
             An EndTxn answer was lost and the ledger could not tell whether
             the transaction committed; the records were released and their
@@ -247,12 +256,12 @@ groups:
             Usually the cluster was unreachable at the time.
 
       - alert: SharerelayLostMarkerRepaired
-        expr: sum by (pipeline, instance, repair) (increase(sharerelay_lost_markers_total{repair=~"restored|restored_after_abort|claims|unknown"}[10m])) > 0
+        expr: sum by (pipeline, instance, repair) (increase(sharerelay_lost_markers_total{ {{- $m }}repair=~"restored|restored_after_abort|claims|unknown"}[10m])) > 0
         labels:
           severity: warning
         annotations:
           runbook_url: https://github.com/sharerelay/sharerelay/blob/main/docs/operations.md#alert-sharerelay-lost-marker-repaired
-          summary: "{{ $labels.pipeline }} on {{ $labels.instance }}: a transaction continued a span a lost marker left open ({{ $labels.repair }})"
+          summary: "{{`{{ $labels.pipeline }} on {{ $labels.instance }}: a transaction continued a span a lost marker left open ({{ $labels.repair }})`}}"
           description: >-
             A broker lost a transaction marker and a worker's next transaction
             in that partition continued the open span. The worker ended it as
@@ -267,12 +276,12 @@ groups:
             broker").
 
       - alert: SharerelayHangingTransaction
-        expr: sum by (pipeline, instance) (increase(sharerelay_hanging_transactions_total[10m])) > 0
+        expr: sum by (pipeline, instance) (increase(sharerelay_hanging_transactions_total{{ $s }}[10m])) > 0
         labels:
           severity: critical
         annotations:
           runbook_url: https://github.com/sharerelay/sharerelay/blob/main/docs/operations.md#alert-sharerelay-hanging-transaction
-          summary: "{{ $labels.pipeline }} on {{ $labels.instance }}: a worker holds its records behind a transaction of its own left open"
+          summary: "{{`{{ $labels.pipeline }} on {{ $labels.instance }}: a worker holds its records behind a transaction of its own left open`}}"
           description: >-
             A broker lost a transaction marker (a node killed while writing
             them) and a transaction of the worker's producer id stays open in
@@ -284,13 +293,13 @@ groups:
             producer id").
 
       - alert: SharerelayRetiredIdHangingTransaction
-        expr: max by (pipeline, instance) (sharerelay_retired_hanging_transactions) > 0
-        for: 2m
+        expr: max by (pipeline, instance) (sharerelay_retired_hanging_transactions{{ $s }}) > 0
+        for: {{ $a.retiredIdHangingTransaction.for }}
         labels:
           severity: critical
         annotations:
           runbook_url: https://github.com/sharerelay/sharerelay/blob/main/docs/operations.md#alert-sharerelay-retired-id-hanging-transaction
-          summary: "{{ $labels.pipeline }} on {{ $labels.instance }}: a transactional id the instance no longer uses left a transaction open"
+          summary: "{{`{{ $labels.pipeline }} on {{ $labels.instance }}: a transactional id the instance no longer uses left a transaction open`}}"
           description: >-
             A broker lost a transaction marker of a transactional id this
             instance used before it ran with fewer workers or with
@@ -315,14 +324,14 @@ groups:
     rules:
       - alert: SharerelayAuditLost
         expr: |
-          max by (pipeline, topic, partition) (increase(sharerelay_audit_lost_total[15m])) > 0
+          max by (pipeline, topic, partition) (increase(sharerelay_audit_lost_total{{ $s }}[15m])) > 0
           or
-          max by (pipeline, topic, partition) (sharerelay_audit_lost_total unless on (pipeline, topic, partition) last_over_time(sharerelay_audit_lost_total[1d] offset 15m)) > 0
+          max by (pipeline, topic, partition) (sharerelay_audit_lost_total{{ $s }} unless on (pipeline, topic, partition) last_over_time(sharerelay_audit_lost_total{{ $s }}[1d] offset 15m)) > 0
         labels:
           severity: critical
         annotations:
           runbook_url: https://github.com/sharerelay/sharerelay/blob/main/docs/operations.md#alert-sharerelay-audit-lost
-          summary: "{{ $labels.pipeline }}: the live audit judged records of {{ $labels.topic }}[{{ $labels.partition }}] lost ({{ $value | humanize }} in 15 minutes)"
+          summary: "{{`{{ $labels.pipeline }}: the live audit judged records of {{ $labels.topic }}[{{ $labels.partition }}] lost ({{ $value | humanize }} in 15 minutes)`}}"
           description: >-
             A source record the share group acknowledged has no output and
             no dead letter, and every transaction that could have written
@@ -334,17 +343,17 @@ groups:
       - alert: SharerelayAuditDuplicated
         expr: |
           (
-            max by (pipeline, topic, partition) (increase(sharerelay_audit_duplicated_total[15m]) + increase(sharerelay_audit_both_total[15m])) > 0
+            max by (pipeline, topic, partition) (increase(sharerelay_audit_duplicated_total{{ $s }}[15m]) + increase(sharerelay_audit_both_total{{ $s }}[15m])) > 0
             or
-            max by (pipeline, topic, partition) (sharerelay_audit_duplicated_total unless on (pipeline, topic, partition) last_over_time(sharerelay_audit_duplicated_total[1d] offset 15m)) > 0
+            max by (pipeline, topic, partition) (sharerelay_audit_duplicated_total{{ $s }} unless on (pipeline, topic, partition) last_over_time(sharerelay_audit_duplicated_total{{ $s }}[1d] offset 15m)) > 0
           )
           and on (pipeline)
-          max by (pipeline) (sharerelay_audit_info{delivery="exactly-once"})
+          max by (pipeline) (sharerelay_audit_info{ {{- $m }}delivery="exactly-once"})
         labels:
           severity: critical
         annotations:
           runbook_url: https://github.com/sharerelay/sharerelay/blob/main/docs/operations.md#alert-sharerelay-audit-duplicated
-          summary: "{{ $labels.pipeline }}: the live audit found records of {{ $labels.topic }}[{{ $labels.partition }}] written more than once in an exactly-once pipeline"
+          summary: "{{`{{ $labels.pipeline }}: the live audit found records of {{ $labels.topic }}[{{ $labels.partition }}] written more than once in an exactly-once pipeline`}}"
           description: >-
             A settled source record has an output (or a dead letter) twice,
             a fan-out index twice, both an output and a dead letter, or an
@@ -355,18 +364,24 @@ groups:
 
       - alert: SharerelayAuditLagGrowing
         expr: |
-          max by (pipeline) (sharerelay_audit_lag_seconds) > 600
+          max by (pipeline) (sharerelay_audit_lag_seconds{{ $s }}) > {{ $a.auditLagGrowing.seconds }}
           and
-          max by (pipeline) (deriv(sharerelay_audit_lag_seconds[10m])) > 0.5
-        for: 5m
+          max by (pipeline) (deriv(sharerelay_audit_lag_seconds{{ $s }}[10m])) > 0.5
+        for: {{ $a.auditLagGrowing.for }}
         labels:
           severity: warning
         annotations:
           runbook_url: https://github.com/sharerelay/sharerelay/blob/main/docs/operations.md#alert-sharerelay-audit-lag-growing
-          summary: "{{ $labels.pipeline }}: the live audit has judged nothing new for {{ $value | humanizeDuration }}"
+          summary: "{{`{{ $labels.pipeline }}: the live audit has judged nothing new for {{ $value | humanizeDuration }}`}}"
           description: >-
             The auditor's judgement trails the pipeline and falls further
             behind: a transaction left open on an output holds its last
             stable offset (judgement waits for it, it never reports the
             records lost), the auditor cannot read a topic or the share
             group (its /readyz says which), or it cannot keep up.
+{{- end -}}
+
+{{/* sharerelay.percent: a ratio (0.05) written as a percentage (5%). */}}
+{{- define "sharerelay.percent" -}}
+{{- printf "%.4g%%" (mulf . 100) -}}
+{{- end -}}
