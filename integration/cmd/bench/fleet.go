@@ -603,12 +603,12 @@ func runFleet(ctx context.Context, opts options) (err error) {
 			polls, consumers := f.scrape(lctx)
 			cancel()
 			relayCPU, brokerCPU := meter.read()
+			smu.Lock() // the plateau and the size, as one change set them
 			f.mu.Lock()
 			size := f.size
 			f.mu.Unlock()
 			s := fleetSample{At: time.Since(start), Plateau: int(plateau.Load()), Instances: size, Processes: len(f.running()), Output: oc.n.Load(),
 				Lag: lag, RelayCPU: relayCPU, BrokerCPU: brokerCPU, PollRecords: polls, Consumers: consumers}
-			smu.Lock()
 			samples = append(samples, s)
 			bl.rate.Store(int64(recentRate(samples, fo.window)))
 			smu.Unlock()
@@ -616,14 +616,15 @@ func runFleet(ctx context.Context, opts options) (err error) {
 	})
 
 	for i, n := range fo.schedule {
+		smu.Lock()
 		at := time.Since(start)
-		if err := f.scale(n); err != nil {
+		err := f.scale(n)
+		changes = append(changes, fleetChange{At: at, Instances: n})
+		plateau.Store(int64(i + 1))
+		smu.Unlock()
+		if err != nil {
 			return err
 		}
-		smu.Lock()
-		changes = append(changes, fleetChange{At: at, Instances: n})
-		smu.Unlock()
-		plateau.Store(int64(i + 1))
 		progress("fleet: plateau %d of %d: %d instance(s) (%d relay processes running, the rest draining); %d committed outputs so far",
 			i+1, len(fo.schedule), n, len(f.running()), oc.n.Load())
 		select {
@@ -632,8 +633,10 @@ func runFleet(ctx context.Context, opts options) (err error) {
 		case <-time.After(fo.plateau):
 		}
 	}
+	smu.Lock()
 	scheduleEnd := time.Since(start)
 	plateau.Store(0)
+	smu.Unlock()
 	stopProducer()
 	progress("fleet: schedule done; %d orders written; waiting up to %s for the last fleet to finish them", bl.produced.Load(), fo.drain)
 	if err := waitLag(ctx, adm, p.Group, p.Source, fo.drain); err != nil {
@@ -875,14 +878,20 @@ func printFleet(w io.Writer, fo fleetOptions, setting string, stats []plateauSta
 		scheduleString(fo.schedule), fo.plateau, fo.delay, fo.concurrency, fo.workers, setting)
 	fmt.Fprintf(w, "rate: median of %s windows over each plateau's second half; time to plateau: to the end of the first %s window after the change within %.0f%% of it\n",
 		fo.window, fo.window, 100*plateauTolerance)
-	fmt.Fprintf(w, "%-8s %9s %12s %14s %16s %11s %12s %12s\n", "plateau", "instances", "records/s", "vs N × single", "time to plateau", "CPU relays", "CPU broker", "min backlog")
+	// The transform's ceiling: what one instance would do if nothing but
+	// its transform took time. A single instance commits a few polls at
+	// once, seconds apart, so its windows' median is a noisy yardstick;
+	// the ceiling is a fixed one.
+	ceiling := float64(fo.workers*fo.concurrency) / fo.delay.Seconds()
+	fmt.Fprintf(w, "ceiling: %d worker(s) × %d at once ÷ %s = %.0f records/s an instance, if the transform were all that took time\n", fo.workers, fo.concurrency, fo.delay, ceiling)
+	fmt.Fprintf(w, "%-8s %9s %12s %14s %15s %16s %11s %12s %12s\n", "plateau", "instances", "records/s", "vs N × single", "vs N × ceiling", "time to plateau", "CPU relays", "CPU broker", "min backlog")
 	for _, s := range stats {
 		secs := (s.End - s.Start).Seconds()
 		to := "not reached"
 		if s.ToPlateau >= 0 {
 			to = s.ToPlateau.Round(time.Second).String()
 		}
-		fmt.Fprintf(w, "%-8d %9d %12.0f %14.2f %16s %5.0fs %4.2fc %5.0fs %4.2fc %12d\n", s.Index, s.Instances, s.Median, s.Ratio, to,
+		fmt.Fprintf(w, "%-8d %9d %12.0f %14.2f %15.2f %16s %5.0fs %4.2fc %5.0fs %4.2fc %12d\n", s.Index, s.Instances, s.Median, s.Ratio, s.Median/(ceiling*float64(s.Instances)), to,
 			s.RelayCPU.Seconds(), s.RelayCPU.Seconds()/secs, s.BrokerCPU.Seconds(), s.BrokerCPU.Seconds()/secs, s.MinLag)
 	}
 	for _, s := range stats {
