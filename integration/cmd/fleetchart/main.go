@@ -4,8 +4,8 @@
 // rolling window, on shaded bands of the schedule's plateaus labelled
 // with the fleet size, the fleet size as a step line on the right axis,
 // the change instants as dashed lines, and N × one instance's rate as a
-// dotted step line per run, the scaling the fleet would have if it were
-// linear. It uses the standard library only, so the chart can be drawn
+// dotted step line per run (or N × -ceiling once), the scaling the fleet
+// would have if it were linear. It uses the standard library only, so the chart can be drawn
 // again from the CSV files kept beside it.
 //
 //	go run ./integration/cmd/fleetchart -o docs/images/fleet.svg before=docs/images/fleet-before.csv after=docs/images/fleet-after.csv
@@ -32,6 +32,7 @@ func main() {
 	out := flag.String("o", "fleet.svg", "the SVG file to write")
 	window := flag.Float64("window", 5, "the rolling window of the output rate, in seconds (the bench's -fleet-window)")
 	title := flag.String("title", "Elastic fleet: committed output against time", "the chart's title")
+	ceiling := flag.Float64("ceiling", 0, "records/s one instance would do if its transform were all that took time (the bench's ceiling); when set, N × it is the dotted line, instead of N × each run's first plateau, which is noisy when an instance commits large polls seconds apart")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "fleetchart: give one or more label=path.csv")
@@ -47,6 +48,9 @@ func main() {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "fleetchart:", err)
 			os.Exit(1)
+		}
+		if *ceiling > 0 {
+			r.single, r.ceiling = *ceiling, true
 		}
 		runs = append(runs, r)
 	}
@@ -75,8 +79,10 @@ type run struct {
 	label   string
 	samples []sample
 	// single is the first plateau's median rate over its second half,
-	// divided by its fleet size: one instance's rate.
-	single float64
+	// divided by its fleet size: one instance's rate; or, with ceiling,
+	// the -ceiling given.
+	single  float64
+	ceiling bool
 }
 
 // readRun reads a CSV file the bench wrote and computes its rates over
@@ -267,7 +273,7 @@ func draw(w io.Writer, title string, window float64, runs []run) error {
 
 	for i, r := range runs {
 		c := colors[i%len(colors)]
-		if r.single > 0 {
+		if r.single > 0 && (!r.ceiling || i == 0) {
 			ideal := func(s sample) float64 { return y(r.single * float64(s.instances)) }
 			fmt.Fprintf(&b, `<path fill="none" stroke="%s" stroke-opacity="0.6" stroke-width="1.2" stroke-dasharray="1 3" d="%s"/>`+"\n", c, stepPath(r.samples, x, ideal))
 		}
@@ -291,7 +297,12 @@ func draw(w io.Writer, title string, window float64, runs []run) error {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", lx, ly, lx+24, ly, c)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s: output rate</text>`+"\n", lx+30, ly+4, html.EscapeString(r.label))
 		ly += 16
-		if r.single > 0 {
+		switch {
+		case r.single > 0 && r.ceiling && i == 0:
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="1 3" stroke-width="1.5"/>`+"\n", lx, ly, lx+24, ly, c)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">N × the transform's ceiling (%s/s an instance)</text>`+"\n", lx+30, ly+4, thousands(r.single))
+			ly += 16
+		case r.single > 0 && !r.ceiling:
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="1 3" stroke-width="1.5"/>`+"\n", lx, ly, lx+24, ly, c)
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s: N × one instance (%s/s)</text>`+"\n", lx+30, ly+4, html.EscapeString(r.label), thousands(r.single))
 			ly += 16
