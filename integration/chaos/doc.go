@@ -369,7 +369,7 @@
 //     dead letter, no record released on its last delivery
 //     (sharerelay_released_on_last_delivery_total 0, else the broker
 //     archives it), at least one kill landed in a drain, and the verifier
-//     exact. FleetCI, in every CI run: 1 → 2 → 4 → 8 → 3 → 1 once, 8 s
+//     exact. FleetCI, in every CI run: 1 → 2 → 4 → 8 → 3 → 1 once, 12 s
 //     plateaus, a backlog of 20,000. Fleet, only with CHAOS_LONG=1: 1 →
 //     2 → 4 → 8 → 3 → 1 → 8 → 1, 30 s plateaus, a backlog of 40,000, an
 //     instance that was already running killed too at each scale-out, and

@@ -37,16 +37,17 @@ type fleetSize struct {
 	killOld, roam bool
 }
 
-// The CI twin: the schedule once, short plateaus; about a minute and a
-// half on two cores.
-var fleetCI = fleetSize{schedule: []int{1, 2, 4, 8, 3, 1}, plateau: 8 * time.Second, backlog: 20_000}
+// The CI twin: the schedule once, plateaus just long enough for some
+// workers to resize (a new instance count must hold 10 s first); under
+// two minutes on two cores.
+var fleetCI = fleetSize{schedule: []int{1, 2, 4, 8, 3, 1}, plateau: 12 * time.Second, backlog: 20_000}
 
 // The long one: the schedule, then a burst to 8 and back to 1 at full
 // load, 30 s plateaus, and kills within the plateaus too.
 var fleetLong = fleetSize{schedule: []int{1, 2, 4, 8, 3, 1, 8, 1}, plateau: 30 * time.Second, backlog: 40_000, killOld: true, roam: true}
 
 // 20. TestChaosFleetCI is the elastic fleet at a size for every CI run:
-// the schedule 1 → 2 → 4 → 8 → 3 → 1 once, 8 s plateaus.
+// the schedule 1 → 2 → 4 → 8 → 3 → 1 once, 12 s plateaus.
 func TestChaosFleetCI(t *testing.T) { fleetScenario(t, fleetCI) }
 
 // TestChaosFleet is scenario 20 with 30 s plateaus, a second scale-out to
