@@ -364,7 +364,7 @@
 //     locked. Scale-out starts the lowest missing ordinals; 0.3–2 s later
 //     one of the new instances is killed -9 while it joins (restarted by
 //     its supervisor, as a pod is). Scale-in sends SIGTERM to the highest
-//     ordinals at once, at full load, and kills one of them -9 0.2–1.5 s
+//     ordinals at once, at full load, and kills one of them -9 0.1–0.4 s
 //     later, during its drain; every other must exit 0 within 45 s. No
 //     dead letter, no record released on its last delivery
 //     (sharerelay_released_on_last_delivery_total 0, else the broker

@@ -65,7 +65,8 @@ func TestChaosFleet(t *testing.T) {
 // 0.3–2 s later, by a kill -9 of one of the new instances (restarted by
 // its supervisor, as a pod is), while it joins the group and takes its
 // first records; each scale-in sends SIGTERM to the instances removed, all
-// at once, and kills one of them -9 0.2–1.5 s later, during its drain.
+// at once, and kills one of them that runs -9 0.1–0.4 s later, during its
+// drain.
 // The verdict is the verifier's as everywhere, with no dead letter and
 // no record released on its last delivery (the broker would archive it).
 func fleetScenario(t *testing.T, z fleetSize) {
@@ -108,8 +109,21 @@ func fleetScenario(t *testing.T, z fleetSize) {
 			}
 		case n < running:
 			s.t.Logf("fleet: plateau %d: scale in %d → %d at lag %d", k+1, running, n, lag)
-			victim := n + s.intn(running-n)
-			killAfter := s.between(200*time.Millisecond, 1500*time.Millisecond)
+			// The victim is one that runs (not one a kill left
+			// restarting), killed early: a drain at full load
+			// lasts from a few hundred milliseconds to a few
+			// seconds.
+			victim := -1
+			s.rngMu.Lock()
+			order := s.rng.Perm(running - n)
+			s.rngMu.Unlock()
+			for _, i := range order {
+				if s.relays[n+i].current() != nil {
+					victim = n + i
+					break
+				}
+			}
+			killAfter := s.between(100*time.Millisecond, 400*time.Millisecond)
 			for i := n; i < running; i++ {
 				kill := time.Duration(0)
 				if i == victim {
