@@ -15,7 +15,7 @@ import (
 
 // resizedLine is the line a relay logs when its workers move to a new size
 // of share consumers (relay/fleet.go).
-var resizedLine = regexp.MustCompile(`msg="share consumers resized: [^"]*" instances=(\d+) from_instances=(\d+) consumers=(\d+) max_records=(\d+)`)
+var resizedLine = regexp.MustCompile(`msg="share consumers resized: [^"]*".*? instances=(\d+) from_instances=(\d+) consumers=(\d+) max_records=(\d+)`)
 
 // A fleet on the real broker goes from one instance to four and back to
 // one under a backlog, the three stopped by SIGTERM as Kubernetes scales a
@@ -60,8 +60,20 @@ func TestRealBrokerAFleetOfOneToFourToOneResizesAndSpendsNoDelivery(t *testing.T
 	more := []*harness.Proc{start("b"), start("c"), start("d")}
 	four := resized(a, 4)
 	t.Logf("a at four instances: %s", four[0])
-	if got := pollSize("a"); got >= alone || strconv.FormatFloat(got, 'f', -1, 64) != four[4] {
-		t.Fatalf("a's poll size is %v after the fleet grew to four (%v alone; the log says %s), want the logged size, smaller", got, alone, four[4])
+	// The workers move at their next batch boundary, after the line.
+	waitPollSize := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for got := pollSize("a"); strconv.FormatFloat(got, 'f', -1, 64) != want; got = pollSize("a") {
+			if time.Now().After(deadline) {
+				t.Fatalf("a's poll size is %v, want %s as its resize line says, within 30s of the line", got, want)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitPollSize(four[4])
+	if got := pollSize("a"); got >= alone {
+		t.Fatalf("a's poll size is %v after the fleet grew to four, want less than its %v alone", got, alone)
 	}
 	mid, err := measure(t, p)
 	if err != nil {
@@ -80,6 +92,7 @@ func TestRealBrokerAFleetOfOneToFourToOneResizesAndSpendsNoDelivery(t *testing.T
 	}
 	one := resized(a, 1)
 	t.Logf("a alone again: %s", one[0])
+	waitPollSize(one[4])
 	exactlyOnce(t, settled(t, p, n, 4*time.Minute), n, 0)
 	if got := pollSize("a"); got != alone {
 		t.Errorf("a's poll size is %v alone again, want %v as at its start", got, alone)
