@@ -110,9 +110,6 @@ func (s *shareSource) stop(grace time.Duration) {
 	s.mu.Unlock()
 }
 
-// stopped is closed once stop has been called.
-func (s *shareSource) stopped() <-chan struct{} { return s.stopping }
-
 // exhausted reports whether the fetchers have returned and every poll
 // they handed over has been taken: nothing more will come from next.
 func (s *shareSource) exhausted() bool {
