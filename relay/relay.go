@@ -85,14 +85,12 @@ type Relay struct {
 	kgoLog *kgolog.Logger
 	// sizes are the topics' max.message.bytes, refreshed while running.
 	sizes atomic.Pointer[map[string]int]
-	// consumers is the share consumers a worker runs, and maxRecords the
-	// records each asks for in a poll: batch.consumers and
-	// batch.max_records, sized by startUp to the group's delivery limit
-	// and record locks (sharegroup.Size); startUp runs before any worker.
-	consumers, maxRecords int
 	// target is the size the workers' share consumers are to have now:
-	// startUp's, then what watchFleet chooses as relay instances come and
-	// go. instances is the relay instances startUp counted in the group.
+	// batch.consumers and batch.max_records as startUp sized them to the
+	// group's delivery limit and record locks (sharegroup.Size; startUp
+	// runs before any worker), then what watchFleet chooses as relay
+	// instances come and go. instances is the relay instances startUp
+	// counted in the group.
 	target    atomic.Pointer[size]
 	instances int
 	// parts is the number of source partitions startUp found, and

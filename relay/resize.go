@@ -86,14 +86,21 @@ func (w *worker) replaceSource(ctx context.Context) error {
 	}
 	w.setSource(src)
 	from := w.size
-	w.size, w.resizing = s, false
-	w.perBatch = recordsPerBatch(s.consumers, s.maxRecords)
+	w.setSize(s)
+	w.resizing = false
 	w.m.Resizes.WithLabelValues(w.label).Inc()
-	w.m.PollRecords.WithLabelValues(w.label).Set(float64(s.maxRecords))
-	w.m.ShareConsumers.WithLabelValues(w.label).Set(float64(s.consumers))
 	w.log.Debug("share consumers replaced", "consumers", s.consumers, "max_records", s.maxRecords,
 		"from_consumers", from.consumers, "from_max_records", from.maxRecords)
 	return nil
+}
+
+// setSize records that the worker's source is of size s: the records a
+// batch takes follow it (recordsPerBatch), and the gauges show it.
+func (w *worker) setSize(s size) {
+	w.size = s
+	w.perBatch = recordsPerBatch(s.consumers, s.maxRecords)
+	w.m.PollRecords.WithLabelValues(w.label).Set(float64(s.maxRecords))
+	w.m.ShareConsumers.WithLabelValues(w.label).Set(float64(s.consumers))
 }
 
 // setSource makes src the worker's source; when the worker was told to

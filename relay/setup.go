@@ -49,10 +49,8 @@ func (r *Relay) runWorker(ctx context.Context, i int, topicIDs map[string][16]by
 		return fmt.Errorf("relay: worker %d: %w", i, err)
 	}
 	w := r.newWorker(i, log, topicIDs, src, lanes, disrupt)
-	w.size, w.want, w.newSource = start, r.wantSize, sourceOf
-	w.perBatch = recordsPerBatch(start.consumers, start.maxRecords)
-	r.m.PollRecords.WithLabelValues(w.label).Set(float64(start.maxRecords))
-	r.m.ShareConsumers.WithLabelValues(w.label).Set(float64(start.consumers))
+	w.want, w.newSource = r.wantSize, sourceOf
+	w.setSize(start)
 	ready()
 	log.Info("worker started", "transactional_id", r.TransactionalID(i))
 	runErr := r.runDraining(ctx, w, log)
@@ -199,7 +197,7 @@ func (r *Relay) newWorker(i int, log *slog.Logger, topicIDs map[string][16]byte,
 		outputTopic: r.p.Output.Topic, dlqTopic: r.p.DeadLetter.Topic, writes: r.p.OutputTopics(), spans: spans,
 		limits: &r.limits, txnTimeout: r.p.Output.TransactionTimeout, pollTimeout: r.p.Batch.PollTimeout, linger: r.p.Batch.Linger,
 		topicIDs: topicIDs, renewEvery: r.renewEvery(),
-		src: src, quit: make(chan struct{}), perBatch: recordsPerBatch(r.consumers, r.maxRecords), concurrency: r.p.Batch.TransformConcurrency,
+		src: src, quit: make(chan struct{}), concurrency: r.p.Batch.TransformConcurrency,
 		cur:     lanes[0],
 		disrupt: disrupt, chain: r.chain, m: r.m, health: r.health, log: log, now: time.Now,
 		sizes:             func() map[string]int { return *r.sizes.Load() },

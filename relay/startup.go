@@ -87,7 +87,7 @@ func (r *Relay) startUp(ctx context.Context) (map[string][16]byte, error) {
 	if err := checkBrokerDLQ(ctx, cl, r.p, r.log); err != nil {
 		return nil, fmt.Errorf("relay: %w", r.onSource(err))
 	}
-	r.log.Info("delivery limits", "delivery_count_limit", l.DeliveryCountLimit, "from", l.From, "workers", r.p.Workers, "consumers", r.consumers, "max_records", r.maxRecords,
+	r.log.Info("delivery limits", "delivery_count_limit", l.DeliveryCountLimit, "from", l.From, "workers", r.p.Workers, "consumers", r.wantSize().consumers, "max_records", r.wantSize().maxRecords,
 		"max_attempts", r.limits.attempts(), "lock_duration_ms", l.LockDurationMs, "delivery", r.p.Delivery)
 	if r.p.Delivery == config.ExactlyOnce && r.p.Output.TransactionTimeout >= time.Duration(l.LockDurationMs)*time.Millisecond {
 		r.log.Warn("output.transaction_timeout is not below the share lock duration: a crashed worker's claim may outlive the lock of the records it blocks",
@@ -253,7 +253,6 @@ func (r *Relay) sizeConsumers(ctx context.Context, cl *kgo.Client, l sharegroup.
 	}
 	r.parts, r.instances = parts, d.Instances
 	s := sharegroup.Size(d)
-	r.consumers, r.maxRecords = s.Consumers, s.MaxRecords
 	r.target.Store(&size{s.Consumers, s.MaxRecords})
 	if s.Short {
 		r.log.Warn("record locks short: "+s.Why+"; share fetches come back with fewer records, and exactly-once, which holds every record through its commit, makes each piece a transaction of its own; "+sharegroup.ShortAdvice,
