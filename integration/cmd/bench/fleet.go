@@ -385,24 +385,7 @@ func (c *cpuMeter) read() (relay, broker time.Duration) {
 
 // childrenCPU returns the user+system CPU of this process's children that
 // have exited and been waited for (cutime + cstime of /proc/self/stat).
-func childrenCPU() time.Duration {
-	data, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		return 0
-	}
-	i := strings.LastIndexByte(string(data), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(data[i+1:]))
-	if len(f) < 15 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[13], 10, 64)
-	st, _ := strconv.ParseInt(f[14], 10, 64)
-	const ticksPerSecond = 100 // USER_HZ on Linux
-	return time.Duration(ut+st) * time.Second / ticksPerSecond
-}
+func childrenCPU() time.Duration { return statCPU("/proc/self/stat", 16) }
 
 // backlog keeps the source topic ahead of the fleet: at least
 // fleetMinBacklog records, and fleetLead of the current output rate, not

@@ -154,22 +154,29 @@ func procCPU(pid int, task ...string) time.Duration {
 	if len(task) > 0 {
 		path = fmt.Sprintf("/proc/%d/task/%s/stat", pid, task[0])
 	}
+	return statCPU(path, 14) // utime 14, stime 15
+}
+
+// statCPU returns the sum of the CPU times in fields user and user+1 of
+// the stat file at path (proc(5): 14 and 15 are the process's own user
+// and system time, 16 and 17 its waited-for children's), or 0.
+func statCPU(path string, user int) time.Duration {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
 	// Fields after the command name, which is in parentheses and may
-	// hold spaces: state is field 3, utime 14, stime 15.
+	// hold spaces: the first of them, the state, is field 3.
 	i := strings.LastIndexByte(string(data), ')')
 	if i < 0 {
 		return 0
 	}
 	f := strings.Fields(string(data[i+1:]))
-	if len(f) < 13 {
+	if len(f) < user-1 {
 		return 0
 	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
+	ut, _ := strconv.ParseInt(f[user-3], 10, 64)
+	st, _ := strconv.ParseInt(f[user-2], 10, 64)
 	const ticksPerSecond = 100 // USER_HZ on Linux
 	return time.Duration(ut+st) * time.Second / ticksPerSecond
 }
